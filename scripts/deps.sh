@@ -1,0 +1,77 @@
+#!/bin/bash
+# Install every Debian package mltune needs. Root, no prompts, idempotent.
+#   scripts/deps.sh          install what is missing
+#   scripts/deps.sh --check  exit 0 when nothing is missing, 1 otherwise
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export DEBIAN_FRONTEND=noninteractive
+
+BASE_PKGS=(
+	build-essential cmake ninja-build pkg-config git python3 kmod bc file
+	gcc-12 libelf-dev
+	qemu-system-x86 busybox-static cpio xz-utils zstd debootstrap dkms sparse
+	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev
+	libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
+	libgtest-dev libgmock-dev googletest
+	liburing-dev libnuma-dev numactl
+	linux-source-6.12
+	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy
+	ethtool iproute2 procps util-linux tuned
+)
+BACKPORTS_PKGS=(libbpf-dev bpftool)
+
+missing() {
+	local p st
+	for p in "$@"; do
+		st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+		[ "$st" = "install ok installed" ] || echo "$p"
+	done
+}
+
+bpf_ok() {
+	# libbpf >= 1.4 and bpftool >= 7.4 (bookworm's own 1.1/7.1 are too old)
+	local lv bv
+	lv=$(dpkg-query -W -f='${Version}' libbpf-dev 2>/dev/null || echo 0)
+	bv=$(dpkg-query -W -f='${Version}' bpftool 2>/dev/null || echo 0)
+	dpkg --compare-versions "$lv" ge 1:1.4 && dpkg --compare-versions "$bv" ge 7.4
+}
+
+header_pkgs() {
+	local s k
+	for s in 6.1 6.12; do
+		k=$("$here/kernels.sh" resolve "$s") || return 1
+		echo "linux-headers-$k"
+	done
+}
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps.sh: must run as root (apt-get install)" >&2
+	exit 1
+fi
+
+if [ "${1:-}" = --check ]; then
+	[ -z "$(missing "${BASE_PKGS[@]}")" ] && bpf_ok &&
+		[ -z "$(missing $(header_pkgs 2>/dev/null || echo linux-headers-unresolved))" ]
+	exit
+fi
+
+changed=$("$here/apt-sources.sh")
+stamp=/var/lib/apt/periodic/mltune-update-stamp
+if [ "$changed" = 1 ] || [ ! -e "$stamp" ] ||
+   [ -n "$(find "$stamp" -mmin +1440 2>/dev/null)" ]; then
+	echo "deps: apt-get update"
+	apt-get update -qq
+	mkdir -p "$(dirname "$stamp")"; touch "$stamp"
+fi
+
+mapfile -t need < <(missing "${BASE_PKGS[@]}" $(header_pkgs))
+if [ "${#need[@]}" -gt 0 ]; then
+	echo "deps: installing ${need[*]}"
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ! bpf_ok; then
+	echo "deps: installing libbpf/bpftool from bookworm-backports"
+	apt-get install -y -qq --no-install-recommends -t bookworm-backports \
+		"${BACKPORTS_PKGS[@]}" >/dev/null
+fi
+echo "deps: all Debian packages present"

@@ -1,0 +1,113 @@
+#!/bin/bash
+# Kernel matrix for mltune: resolve, fetch and cache the Debian kernels the VM
+# test bed boots and the module builds against.
+#
+#   scripts/kernels.sh resolve SERIES      print the full KVER for 6.1|6.12|7.2
+#   scripts/kernels.sh fetch SERIES        cache vmlinuz + modules, print dir
+#   scripts/kernels.sh headers SERIES      print the headers' build dir
+#   scripts/kernels.sh list                print "SERIES KVER" for the matrix
+#
+# Overrides (exact KVER, e.g. 6.12.117+deb12-amd64):
+#   MLTUNE_KVER_6_1, MLTUNE_KVER_6_12, MLTUNE_KVER_7_2
+# Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/mltune/kernels/KVER (never in the tree).
+set -euo pipefail
+
+MATRIX="6.1 6.12 7.2"
+CACHE=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}
+
+die() { echo "kernels.sh: $*" >&2; exit 1; }
+
+# Newest KVER of a series that has both a headers package and an image.
+resolve() {
+	local series=$1 var ov re cands
+	var=MLTUNE_KVER_${series//./_}
+	ov=${!var:-}
+	if [ -n "$ov" ]; then echo "$ov"; return; fi
+	case $series in
+	6.1)  re='^linux-headers-(6\.1\.0-[0-9]+-amd64)$' ;;
+	6.12) re='^linux-headers-(6\.12\.[0-9]+\+deb12-amd64)$' ;;
+	7.2)  re='^linux-headers-(7\.2\.[0-9]+\+deb14-amd64)$' ;;
+	*) die "unknown kernel series '$series' (matrix: $MATRIX)" ;;
+	esac
+	cands=$(apt-cache pkgnames linux-headers- 2>/dev/null |
+		sed -nE "s/$re/\1/p" | sort -V -r)
+	local k
+	for k in $cands; do
+		if image_pkgs "$k" >/dev/null 2>&1; then echo "$k"; return; fi
+	done
+	die "no Debian kernel of series $series found in the apt lists (run 'make deps' first)"
+}
+
+# Packages that hold vmlinuz and the modules for KVER.
+image_pkgs() {
+	local k=$1 p
+	case $k in
+	7.*) # split packaging: vmlinuz in linux-binary-*, modules separately
+		for p in "linux-binary-$k" "linux-modules-$k" "linux-base-$k"; do
+			apt-cache show "$p" >/dev/null 2>&1 || return 1
+		done
+		echo "linux-binary-$k linux-modules-$k linux-base-$k" ;;
+	*)
+		for p in "linux-image-$k-unsigned" "linux-image-$k"; do
+			if apt-cache show "$p" >/dev/null 2>&1; then echo "$p"; return 0; fi
+		done
+		return 1 ;;
+	esac
+}
+
+fetch() {
+	local series=$1 k dir tmp p
+	k=$(resolve "$series")
+	dir=$CACHE/kernels/$k
+	if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+	echo "kernels.sh: fetching kernel $k into $dir" >&2
+	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX" 2>/dev/null || { mkdir -p "$CACHE"; mktemp -d "$CACHE/.fetch.XXXXXX"; })
+	trap 'rm -rf "$tmp"' RETURN
+	for p in $(image_pkgs "$k") ; do
+		(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$p" >&2) || die "cannot download $p"
+	done
+	mkdir -p "$tmp/root"
+	for p in "$tmp"/*.deb; do dpkg-deb -x "$p" "$tmp/root"; done
+	local vmlinuz="" c
+	for c in "$tmp/root/boot/vmlinuz-$k" "$tmp/root/usr/lib/modules/$k/vmlinuz" \
+		 "$tmp/root/lib/modules/$k/vmlinuz"; do
+		if [ -f "$c" ]; then vmlinuz=$c; break; fi
+	done
+	[ -n "$vmlinuz" ] || die "no vmlinuz in the packages of $k"
+	[ -d "$tmp/root/lib/modules/$k" ] || [ -d "$tmp/root/usr/lib/modules/$k" ] ||
+		die "no modules in the packages of $k"
+	rm -rf "$dir"; mkdir -p "$dir"
+	cp "$vmlinuz" "$dir/vmlinuz"
+	if [ -d "$tmp/root/usr/lib/modules/$k" ]; then
+		mv "$tmp/root/usr/lib/modules/$k" "$dir/modules"
+	else
+		mv "$tmp/root/lib/modules/$k" "$dir/modules"
+	fi
+	for c in "$tmp/root/boot/config-$k" "$tmp/root/usr/lib/linux/$k/config" \
+		 "$dir/modules/config"; do
+		if [ -f "$c" ]; then cp "$c" "$dir/config"; break; fi
+	done
+	rm -f "$dir/modules/vmlinuz"
+	echo "$k" >"$dir/kver"
+	touch "$dir/.complete"
+	echo "$dir"
+}
+
+headers() {
+	local k
+	k=$(resolve "$1")
+	case $k in
+	7.*) echo "$CACHE/sid-chroot-$k/usr/src/linux-headers-$k" ;;
+	*) echo "/usr/src/linux-headers-$k" ;;
+	esac
+}
+
+cmd=${1:-list}; shift || true
+case $cmd in
+resolve) resolve "$1" ;;
+fetch) fetch "$1" ;;
+headers) headers "$1" ;;
+image-pkgs) image_pkgs "$(resolve "$1")" ;;
+list) for s in $MATRIX; do echo "$s $(resolve "$s")"; done ;;
+*) die "usage: kernels.sh resolve|fetch|headers|list [SERIES]" ;;
+esac

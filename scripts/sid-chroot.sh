@@ -1,0 +1,52 @@
+#!/bin/bash
+# Build chroot for kernels whose kbuild tools need a newer glibc/gcc than
+# bookworm has (7.2: built with gcc-16, kbuild needs glibc 2.38).
+#
+#   scripts/sid-chroot.sh ensure KVER    create (once) and print the chroot dir
+#   scripts/sid-chroot.sh run KVER CMD.. run CMD inside it with /proc and the
+#                                        source tree bind-mounted at /src
+#
+# Cached at ${XDG_CACHE_HOME:-$HOME/.cache}/mltune/sid-chroot-KVER.
+set -euo pipefail
+CACHE=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}
+MIRROR=${MLTUNE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+die() { echo "sid-chroot.sh: $*" >&2; exit 1; }
+
+ensure() {
+	local k=$1 dir=$CACHE/sid-chroot-$1 tmp
+	if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+	command -v debootstrap >/dev/null || die "debootstrap missing (run 'make deps')"
+	echo "sid-chroot.sh: creating build chroot for $k in $dir (about a minute)" >&2
+	mkdir -p "$CACHE"
+	tmp=$(mktemp -d "$CACHE/.sid.XXXXXX")
+	if ! debootstrap --variant=minbase \
+		--include=gcc,make,libc6-dev,libelf-dev,linux-headers-"$k" \
+		sid "$tmp" "$MIRROR" >"$tmp.log" 2>&1; then
+		tail -20 "$tmp.log" >&2
+		rm -rf "$tmp"
+		die "debootstrap of sid with linux-headers-$k failed (log above)"
+	fi
+	rm -f "$tmp.log"
+	rm -rf "$dir"; mv "$tmp" "$dir"
+	touch "$dir/.complete"
+	echo "$dir"
+}
+
+run() {
+	local k=$1 dir rc=0; shift
+	dir=$(ensure "$k")
+	local src=${MLTUNE_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+	mkdir -p "$dir/src"
+	mountpoint -q "$dir/proc" || mount -t proc proc "$dir/proc"
+	mountpoint -q "$dir/src" || mount --bind "$src" "$dir/src"
+	chroot "$dir" /bin/sh -c 'cd /src && "$@"' sh "$@" || rc=$?
+	umount "$dir/src" 2>/dev/null || umount -l "$dir/src"
+	umount "$dir/proc" 2>/dev/null || umount -l "$dir/proc"
+	return $rc
+}
+
+case ${1:-} in
+ensure) ensure "$2" ;;
+run) shift; run "$@" ;;
+*) die "usage: sid-chroot.sh ensure KVER | run KVER CMD..." ;;
+esac
