@@ -17,6 +17,7 @@
 #include <linux/sysfs.h>
 
 #include "mltune.h"
+#include "mltune_compat.h"
 
 struct kobject *mltune_kobj;
 

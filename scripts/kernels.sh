@@ -55,11 +55,22 @@ image_pkgs() {
 	esac
 }
 
+# Debian's packages leave modules.dep to depmod at install time.
+depmod_dir() {
+	local dir=$1 k=$2 base
+	[ -s "$dir/modules/modules.dep" ] && return 0
+	base=$(mktemp -d)
+	mkdir -p "$base/lib/modules"
+	ln -s "$dir/modules" "$base/lib/modules/$k"
+	depmod -b "$base" "$k" || die "depmod for $k failed"
+	rm -rf "$base"
+}
+
 fetch() {
 	local series=$1 k dir tmp p
 	k=$(resolve "$series")
 	dir=$CACHE/kernels/$k
-	if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
+	if [ -f "$dir/.complete" ]; then depmod_dir "$dir" "$k"; echo "$dir"; return; fi
 	echo "kernels.sh: fetching kernel $k into $dir" >&2
 	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX" 2>/dev/null || { mkdir -p "$CACHE"; mktemp -d "$CACHE/.fetch.XXXXXX"; })
 	trap 'rm -rf "$tmp"' RETURN
@@ -89,6 +100,7 @@ fetch() {
 	done
 	rm -f "$dir/modules/vmlinuz"
 	echo "$k" >"$dir/kver"
+	depmod_dir "$dir" "$k"
 	touch "$dir/.complete"
 	echo "$dir"
 }

@@ -1,0 +1,133 @@
+# mltune top-level build. Run as root on Debian 12 (bookworm).
+#
+#   make run        set up, build, boot the newest kernel and show the node
+#   make check      set up, build, run every test (unit, lint, kselftests in
+#                   guests of every matrix kernel); ends "N passed, N failed, N skipped"
+#
+# Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
+# asan, fuzz, vm-check, lint, checkpatch, sparse, dkms-check, bench, clean.
+# Kernel matrix: 6.1 6.12 7.2 (scripts/kernels.sh; override the exact
+# versions with MLTUNE_KVER_6_1=..., MLTUNE_KVER_6_12=..., MLTUNE_KVER_7_2=...).
+
+SHELL := /bin/bash
+ROOT := $(CURDIR)
+BUILD := $(ROOT)/build
+MATRIX := 6.1 6.12 7.2
+KERNEL ?= 7.2
+CACHE := $(or $(MLTUNE_CACHE),$(XDG_CACHE_HOME),$(HOME)/.cache)/mltune
+JOBS ?= $(shell nproc)
+
+.PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
+	asan fuzz vm-check check run lint checkpatch sparse dkms-check bench \
+	clean $(addprefix kmod-,$(MATRIX))
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+# Quick check first: 'make run' and 'make check' install only what is missing.
+ensure-deps:
+	@scripts/deps.sh --check || scripts/deps.sh
+
+build: userspace kmod selftests
+
+# ---- user space (C++20, CMake) ---------------------------------------------
+userspace:
+	@if [ -f CMakeLists.txt ]; then \
+		cmake -S . -B $(BUILD)/userspace -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+			-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null && \
+		cmake --build $(BUILD)/userspace -j $(JOBS); \
+	fi
+
+unit: userspace
+	ctest --test-dir $(BUILD)/userspace --output-on-failure -j $(JOBS)
+
+asan:
+	cmake -S . -B $(BUILD)/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMLTUNE_SANITIZE=ON >/dev/null
+	cmake --build $(BUILD)/asan -j $(JOBS)
+	ctest --test-dir $(BUILD)/asan --output-on-failure -j $(JOBS) -LE fuzz
+
+fuzz:
+	CC=clang-16 CXX=clang++-16 cmake -S . -B $(BUILD)/fuzz -G Ninja -DMLTUNE_FUZZ=ON >/dev/null
+	cmake --build $(BUILD)/fuzz -j $(JOBS)
+	ctest --test-dir $(BUILD)/fuzz --output-on-failure -L fuzz
+
+# ---- kernel module, one build per matrix kernel ---------------------------
+# 6.1 and 6.12 build on the host against the Debian headers; 7.2's kbuild
+# tools need sid's glibc, so it builds in the cached sid chroot.
+kmod: $(addprefix kmod-,$(MATRIX))
+
+$(addprefix kmod-,$(MATRIX)): kmod-%:
+	@kver=$$(scripts/kernels.sh resolve $*) || exit 1; \
+	out=$(BUILD)/kmod/$$kver; mkdir -p $$out; \
+	cp -a kmod/. $$out/ 2>/dev/null; rm -rf $$out/generated/.probes; \
+	case $$kver in \
+	7.*) scripts/sid-chroot.sh ensure $$kver >/dev/null && \
+	     scripts/sid-chroot.sh run $$kver make -s -C /src/build/kmod/$$kver \
+		KDIR=/usr/src/linux-headers-$$kver modules ;; \
+	*)   make -s -C $$out KDIR=/usr/src/linux-headers-$$kver modules ;; \
+	esac && echo "kmod: $$out/mltune.ko"
+
+# ---- kselftests -----------------------------------------------------------
+# lib.mk and the kselftest headers come from linux-source-6.12; the suite is
+# built exactly as it would be in a kernel tree (tools/testing/selftests/mltune).
+KSFT := $(BUILD)/ksft/tools/testing/selftests
+LINUX_SRC_TAR := $(firstword $(wildcard /usr/src/linux-source-6.12.tar.xz))
+
+$(KSFT)/lib.mk:
+	@[ -n "$(LINUX_SRC_TAR)" ] || { echo "selftests: linux-source-6.12 missing: run 'make deps'" >&2; exit 1; }
+	@rm -rf $(BUILD)/ksft.tmp && mkdir -p $(BUILD)/ksft.tmp
+	tar -xJf $(LINUX_SRC_TAR) -C $(BUILD)/ksft.tmp --strip-components=1 \
+		--wildcards '*/tools/testing/selftests/lib.mk' \
+		'*/tools/testing/selftests/kselftest.h' \
+		'*/tools/testing/selftests/kselftest_harness.h' \
+		'*/tools/testing/selftests/kselftest/*' \
+		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
+		'*/scripts/const_structs.checkpatch'
+	@rm -rf $(BUILD)/ksft && mv $(BUILD)/ksft.tmp $(BUILD)/ksft
+
+selftests: $(KSFT)/lib.mk
+	@rm -rf $(KSFT)/mltune && cp -a tests/selftests/mltune $(KSFT)/mltune
+	@mkdir -p $(BUILD)/selftests/mltune
+	@$(MAKE) -s -C $(KSFT)/mltune OUTPUT=$(BUILD)/selftests/mltune \
+		MLTUNE_UAPI=$(ROOT)/kmod/include/uapi all
+	@$(MAKE) -s -C $(KSFT)/mltune OUTPUT=$(BUILD)/selftests/mltune emit_tests | \
+		sed -n 's/^mltune://p' > $(BUILD)/selftests/mltune/kselftest-list.txt
+	@cp tests/selftests/mltune/settings $(BUILD)/selftests/mltune/settings
+
+# Everything tests/vm/run puts into a guest of $(KERNEL).
+vm-prereqs: kmod-$(KERNEL) selftests userspace
+
+# ---- tests ----------------------------------------------------------------
+vm-check: build
+	@scripts/check.sh --vm-only
+
+check: ensure-deps
+	@scripts/check.sh
+
+lint: checkpatch sparse
+
+# checkpatch.pl --strict from linux-source-6.12 over every module source.
+checkpatch: $(KSFT)/lib.mk
+	$(BUILD)/ksft/scripts/checkpatch.pl --strict --no-tree --quiet --show-types \
+		--ignore FILE_PATH_CHANGES -f kmod/*.c kmod/*.h kmod/probes/*.c \
+		$(wildcard kmod/include/uapi/linux/*.h) && echo "checkpatch: clean"
+
+sparse: kmod-6.12
+	@kver=$$(scripts/kernels.sh resolve 6.12); out=$(BUILD)/kmod/$$kver; \
+	make -s -C /usr/src/linux-headers-$$kver M=$$out C=2 CHECK="sparse -Wno-decl" W=1 modules 2>&1 | \
+		tee $(BUILD)/sparse.log | grep -E 'warning|error' && { echo "sparse: findings above" >&2; exit 1; } || \
+		echo "sparse: clean ($$kver)"
+
+dkms-check:
+	@scripts/dkms-check.sh
+
+# ---- run ------------------------------------------------------------------
+run: ensure-deps build
+	@tests/vm/run --kernel $(lastword $(MATRIX)) --no-build \
+		--file tests/vm/guest/show-node:/root/show-node -- sh /root/show-node
+
+clean:
+	rm -rf $(BUILD)
+	$(MAKE) -C kmod clean KDIR=/usr/src/linux-headers-$$(scripts/kernels.sh resolve 6.12) >/dev/null 2>&1 || true
