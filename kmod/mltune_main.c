@@ -18,6 +18,7 @@
 
 #include "mltune.h"
 #include "mltune_compat.h"
+#include "mltune_profile.h"
 
 struct kobject *mltune_kobj;
 
@@ -72,10 +73,16 @@ static int __init mltune_init(void)
 	if (ret)
 		goto err_group;
 
+	ret = mltune_profile_init();
+	if (ret)
+		goto err_misc;
+
 	pr_info("version %s (abi %d) loaded\n", MLTUNE_VERSION,
 		MLTUNE_ABI_VERSION);
 	return 0;
 
+err_misc:
+	misc_deregister(&mltune_miscdev);
 err_group:
 	sysfs_remove_group(mltune_kobj, &mltune_root_group);
 err_kobj:
@@ -85,6 +92,7 @@ err_kobj:
 
 static void __exit mltune_exit(void)
 {
+	mltune_profile_exit();
 	misc_deregister(&mltune_miscdev);
 	sysfs_remove_group(mltune_kobj, &mltune_root_group);
 	kobject_put(mltune_kobj);
