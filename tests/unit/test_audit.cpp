@@ -1,0 +1,102 @@
+#include "fake_sysroot.hpp"
+
+#include "mltune/audit.hpp"
+#include "mltune/switch.hpp"
+
+#include <filesystem>
+#include <gtest/gtest.h>
+
+using namespace mltune;
+using mltune::test::FakeSysroot;
+
+namespace {
+
+const Finding &find(const std::vector<Finding> &fs, const std::string &id) {
+  static const Finding none{"<none>", "", Severity::ok, "", "", "", ""};
+  for (const auto &f : fs) {
+    if (f.id == id) {
+      return f;
+    }
+  }
+  return none;
+}
+
+class Audit : public ::testing::Test {
+protected:
+  FakeSysroot fake;
+  Sysroot root = fake.root();
+  Profile training = *ProfileLoader().load("training");
+};
+
+} // namespace
+
+TEST_F(Audit, StockNodeFindings) {
+  const auto fs = audit(training, root);
+  EXPECT_EQ(worst(fs), Severity::warning);
+  const auto &sw = find(fs, "sysctl:vm.swappiness");
+  EXPECT_EQ(sw.severity, Severity::warning);
+  EXPECT_EQ(sw.current, "60");
+  EXPECT_EQ(sw.recommended, "1");
+  EXPECT_NE(sw.fix.find("sysctl -w vm.swappiness='1'"), std::string::npos);
+  EXPECT_FALSE(sw.impact.empty());
+  EXPECT_EQ(find(fs, "sysfs:kernel/mm/transparent_hugepage/enabled").current, "always");
+  EXPECT_EQ(find(fs, "sysctl:kernel.numa_balancing").severity, Severity::warning);
+  const auto &gov = find(fs, "cpu:governor");
+  EXPECT_EQ(gov.severity, Severity::warning);
+  EXPECT_EQ(gov.current, "powersave on 2/2 CPUs");
+  EXPECT_EQ(find(fs, "cpu:energy_perf_bias").current, "6 on 2/2 CPUs");
+  EXPECT_EQ(find(fs, "memory:swap").current, "no swap");
+  EXPECT_EQ(find(fs, "memory:swap").severity, Severity::ok);
+  EXPECT_EQ(find(fs, "limits:memlock:configured").severity, Severity::warning);
+  EXPECT_EQ(find(fs, "limits:memlock:effective").current, "soft 8388608, hard 8388608");
+  EXPECT_EQ(find(fs, "limits:nofile:effective").severity, Severity::warning);
+  EXPECT_EQ(find(fs, "kernel:version").current, "6.1.0-27-amd64");
+  EXPECT_EQ(find(fs, "kernel:version").severity, Severity::ok);
+  EXPECT_EQ(find(fs, "irq:irqbalance").current, "running");
+  EXPECT_EQ(find(fs, "gpu:persistence_mode").id, "<none>"); // no nvidia-smi
+}
+
+TEST_F(Audit, TunedNodeIsClean) {
+  ASSERT_TRUE(switch_direct(training, root));
+  for (const auto *cpu : {"cpu0", "cpu1"}) {
+    fake.set(std::string("/sys/devices/system/cpu/") + cpu + "/cpufreq/scaling_governor", "performance");
+    fake.set(std::string("/sys/devices/system/cpu/") + cpu + "/power/energy_perf_bias", "0");
+  }
+  fake.set("/etc/security/limits.d/90-mltune.conf", "* - memlock unlimited\n* - nofile 1048576\n");
+  fake.set("/proc/self/limits", "Max open files            1048576              1048576              files\n"
+                                "Max locked memory         unlimited            unlimited            bytes\n");
+  fake.set("/etc/default/irqbalance", "IRQBALANCE_BANNED_CPULIST=8-15\n");
+  fake.set("/proc/swaps", "Filename Type Size Used Priority\n/dev/sda2 partition 1048572 0 -2\n");
+  const auto fs = audit(training, root);
+  for (const auto &f : fs) {
+    EXPECT_LE(f.severity, Severity::info) << f.id << ": " << f.current;
+  }
+  EXPECT_EQ(find(fs, "memory:swap").current, "1 device(s), 1023 MiB");
+  EXPECT_EQ(find(fs, "memory:swap").severity, Severity::info);
+  EXPECT_EQ(find(fs, "limits:memlock:configured").current, "soft unlimited, hard unlimited");
+}
+
+TEST_F(Audit, MissingCpufreqOldKernelAndGpu) {
+  std::filesystem::remove_all(root.path("/sys/devices/system/cpu/cpu0/cpufreq"));
+  std::filesystem::remove_all(root.path("/sys/devices/system/cpu/cpu1/cpufreq"));
+  fake.set("/proc/sys/kernel/osrelease", "5.10.0-30-amd64");
+  fake.set("/usr/bin/nvidia-smi", "#!/bin/sh\necho '0, Enabled'\necho '1, Disabled'\n");
+  std::filesystem::permissions(root.path("/usr/bin/nvidia-smi"), std::filesystem::perms::owner_all);
+  const auto fs = audit(training, root);
+  EXPECT_EQ(find(fs, "cpu:governor").severity, Severity::info);
+  EXPECT_EQ(find(fs, "kernel:version").severity, Severity::warning);
+  const auto &gpu = find(fs, "gpu:persistence_mode");
+  EXPECT_EQ(gpu.current, "Enabled on 1/2 GPUs");
+  EXPECT_EQ(gpu.severity, Severity::warning);
+  AuditOptions no_smi;
+  no_smi.run_nvidia_smi = false;
+  EXPECT_EQ(find(audit(training, root, no_smi), "gpu:persistence_mode").id, "<none>");
+}
+
+TEST_F(Audit, CustomProfileStillChecksThpAndNuma) {
+  auto p = ProfileLoader().load_text("[sysctl]\n\"vm.swappiness\" = { value = 60 }\n", "c.toml");
+  ASSERT_TRUE(p);
+  const auto fs = audit(*p, root);
+  EXPECT_EQ(find(fs, "sysfs:kernel/mm/transparent_hugepage/enabled").current, "always");
+  EXPECT_EQ(find(fs, "sysctl:kernel.numa_balancing").current, "1");
+}

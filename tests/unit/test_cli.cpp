@@ -1,0 +1,179 @@
+// Every mltunectl subcommand, end to end on a fake sysroot.
+#include "fake_sysroot.hpp"
+
+#include "cli.hpp"
+#include "mltune/switch.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+using mltune::test::FakeSysroot;
+using json = nlohmann::json;
+
+namespace {
+
+class Cli : public ::testing::Test {
+protected:
+  struct Out {
+    int rc;
+    std::string out, err;
+    [[nodiscard]] json j() const { return json::parse(out); }
+  };
+  Out run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--sysroot", fake.dir().string()});
+    std::ostringstream o;
+    std::ostringstream e;
+    const int rc = mltune::cli::run(args, o, e);
+    return {rc, o.str(), e.str()};
+  }
+  std::string profile_file(const std::string &name, const std::string &text) {
+    fake.set("/p/" + name, text);
+    return (fake.dir() / "p" / name).string();
+  }
+  FakeSysroot fake;
+};
+
+} // namespace
+
+TEST_F(Cli, UsageErrorsExit2) {
+  EXPECT_EQ(run({}).rc, 2);
+  EXPECT_EQ(run({"frobnicate"}).rc, 2);
+  EXPECT_EQ(run({"switch"}).rc, 2);
+  EXPECT_EQ(run({"switch", "training", "--backend", "magic"}).rc, 2);
+  EXPECT_EQ(run({"profile"}).rc, 2);
+}
+
+TEST_F(Cli, HelpForEveryCommand) {
+  for (const auto &args : std::vector<std::vector<std::string>>{{"--help"},
+                                                                {"profile", "--help"},
+                                                                {"profile", "list", "--help"},
+                                                                {"profile", "show", "--help"},
+                                                                {"profile", "check", "--help"},
+                                                                {"audit", "--help"},
+                                                                {"verify", "--help"},
+                                                                {"diff", "--help"},
+                                                                {"switch", "--help"},
+                                                                {"persist", "--help"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.rc, 0) << args[0];
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args[0];
+  }
+}
+
+TEST_F(Cli, ProfileListShowCheck) {
+  auto r = run({"--json", "profile", "list"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["profiles"].size(), 3U);
+  r = run({"profile", "show", "inference"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("vm.swappiness = 0  # inference.toml:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("net.core.rmem_max = 134217728  # base.toml:"), std::string::npos);
+  r = run({"--json", "profile", "show", "training"});
+  ASSERT_EQ(r.rc, 0);
+  EXPECT_EQ(r.j()["knobs"][0]["origin"].get<std::string>().substr(0, 10), "base.toml:");
+  const auto good = profile_file("good.toml", "include = [\"training\"]\n[sysctl]\n\"vm.swappiness\" = { value = 3 }\n");
+  r = run({"profile", "check", good});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const auto bad = profile_file("bad.toml", "[sysctl]\n\"vm.swappiness\" = { value = 999 }\n");
+  r = run({"profile", "check", bad});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("bad.toml:2: vm.swappiness: 999 is out of range"), std::string::npos) << r.err;
+  r = run({"--json", "profile", "check", bad});
+  EXPECT_EQ(r.j()["error"]["exit_code"], 2);
+}
+
+TEST_F(Cli, VerifySwitchVerifyBaseline) {
+  const auto before = fake.snapshot();
+  auto r = run({"--json", "verify", "training"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_FALSE(r.j()["match"].get<bool>());
+  EXPECT_GT(r.j()["differences"].size(), 10U);
+
+  r = run({"--dry-run", "switch", "training"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("write\tvm.swappiness: '60' -> '1'"), std::string::npos) << r.out;
+  EXPECT_EQ(fake.snapshot(), before);
+
+  r = run({"--json", "switch", "training"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["backend"], "direct");
+  EXPECT_EQ(run({"verify", "training"}).rc, 0);
+  EXPECT_EQ(run({"verify", "inference"}).rc, 1);
+
+  r = run({"--dry-run", "--json", "switch", "baseline"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(r.j()["steps"].empty());
+  r = run({"switch", "baseline"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(fake.snapshot(), before);
+}
+
+TEST_F(Cli, SwitchBadInputAppliesNothing) {
+  const auto before = fake.snapshot();
+  const auto cyc = profile_file("cyc.toml", "include = [\"cyc.toml\"]\n");
+  auto r = run({"switch", cyc});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("cyc.toml:1: include cycle"), std::string::npos) << r.err;
+  const auto unk = profile_file("unk.toml", "[sysctl]\n\"vm.swappiness\" = { value = 1, extra = 2 }\n");
+  EXPECT_EQ(run({"switch", unk}).rc, 2);
+  const auto mal = profile_file("mal.toml", "[sysctl]\n\"vm.swappiness\" = { value = 1 \n");
+  r = run({"switch", mal});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("mal.toml:2:"), std::string::npos) << r.err;
+  EXPECT_EQ(run({"switch", "nonexistent"}).rc, 2);
+  EXPECT_EQ(fake.snapshot(), before);
+  EXPECT_FALSE(fake.root().exists(mltune::k_state_file));
+}
+
+TEST_F(Cli, SwitchKernelBackend) {
+  EXPECT_EQ(run({"switch", "training", "--backend", "kernel"}).rc, 1); // module absent
+  fake.add_module();
+  auto r = run({"--json", "switch", "training"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["backend"], "kernel");
+  EXPECT_EQ(fake.get("/sys/kernel/mltune/profile"), "training");
+  r = run({"switch", "training", "--backend", "direct"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(run({"verify", "training"}).rc, 0);
+}
+
+TEST_F(Cli, Diff) {
+  auto r = run({"--json", "diff", "training", "inference"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_FALSE(r.j()["identical"].get<bool>());
+  EXPECT_EQ(run({"diff", "training", "training"}).rc, 0);
+  EXPECT_EQ(run({"diff", "training", "nope"}).rc, 2);
+}
+
+TEST_F(Cli, Audit) {
+  auto r = run({"--json", "audit", "--profile", "inference"});
+  EXPECT_EQ(r.rc, 1);
+  const auto j = r.j();
+  EXPECT_EQ(j["profile"], "inference");
+  EXPECT_EQ(j["kernel"], "6.1.0-27-amd64");
+  EXPECT_EQ(j["worst"], "warning");
+  ASSERT_FALSE(j["findings"].empty());
+  for (const auto &f : j["findings"]) {
+    for (const auto *k : {"id", "category", "severity", "current", "recommended", "impact", "fix"}) {
+      EXPECT_TRUE(f.contains(k)) << k;
+    }
+  }
+  r = run({"audit"});
+  EXPECT_NE(r.out.find("against profile 'training'"), std::string::npos);
+  EXPECT_NE(r.out.find("[warning] sysctl:vm.swappiness"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, PersistAndRemove) {
+  auto r = run({"--dry-run", "persist", "--profile", "inference"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(fake.root().exists("/etc/mltune/mltune.conf"));
+  r = run({"--json", "persist", "--profile", "inference"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["written"].size(), 5U);
+  // The persisted default is now what audit uses.
+  EXPECT_NE(run({"audit"}).out.find("against profile 'inference'"), std::string::npos);
+  r = run({"persist", "--remove"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(fake.root().exists("/etc/mltune/mltune.conf"));
+}

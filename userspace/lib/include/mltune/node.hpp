@@ -1,0 +1,47 @@
+// Comparing a node (through a Sysroot) with a profile, and profiles with each other.
+#pragma once
+
+#include "mltune/profile.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <string>
+#include <vector>
+
+namespace mltune {
+
+enum class KnobState {
+  match,      // current == wanted
+  differs,    // current != wanted
+  missing,    // the knob's file does not exist on this node
+  unreadable, // exists but could not be read
+};
+std::string_view to_string(KnobState s);
+
+struct KnobStatus {
+  const Knob *knob = nullptr;
+  std::string current; // normalised; empty unless readable
+  KnobState state = KnobState::match;
+  std::string error; // for unreadable
+  // A difference that makes the node not match (required knob not matching).
+  [[nodiscard]] bool counts() const { return state != KnobState::match && !knob->optional; }
+};
+
+std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root);
+// True when the value read from the node equals the wanted value.
+bool values_equal(std::string_view current, std::string_view wanted);
+
+struct ProfileDiffEntry {
+  std::string key;
+  std::string a; // empty when only in b
+  std::string b; // empty when only in a
+};
+std::vector<ProfileDiffEntry> diff_profiles(const Profile &a, const Profile &b);
+
+// Kernel release of the node (<sysroot>/proc/sys/kernel/osrelease).
+struct KernelVersion {
+  int major = 0, minor = 0, patch = 0;
+  std::string release;
+};
+Result<KernelVersion> kernel_version(const Sysroot &root);
+
+} // namespace mltune

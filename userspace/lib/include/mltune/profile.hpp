@@ -1,0 +1,70 @@
+// Profiles: TOML files with optional `include`, merged into one knob list.
+// Schema: Documentation/profiles.rst.
+#pragma once
+
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune {
+
+enum class KnobKind { sysctl, sysfs };
+
+struct Knob {
+  KnobKind kind = KnobKind::sysctl;
+  std::string key;   // "vm.swappiness" or "kernel/mm/transparent_hugepage/enabled"
+  std::string value; // as written in the profile (integers in decimal)
+  bool optional = false;
+  std::string reason;
+  std::string origin; // "training.toml:7" - where the effective value came from
+
+  // Absolute node path: /proc/sys/vm/swappiness, /sys/kernel/mm/...
+  [[nodiscard]] std::string path() const;
+};
+
+struct Profile {
+  std::string name;
+  std::string description;
+  std::vector<Knob> knobs;          // in apply order: included files first
+  std::vector<std::string> sources; // files merged, outermost last
+
+  [[nodiscard]] const Knob *find(std::string_view key) const;
+};
+
+struct BuiltinProfile {
+  std::string_view name;
+  std::string_view text;
+};
+std::span<const BuiltinProfile> builtin_profiles();
+
+// Where user profiles live on the node (below the sysroot).
+inline constexpr std::string_view k_user_profile_dir = "/etc/mltune/profiles";
+
+class ProfileLoader {
+public:
+  // `sysroot` (may be null) is used to find user profiles in
+  // <sysroot>/etc/mltune/profiles; built-ins are compiled in.
+  explicit ProfileLoader(const Sysroot *sysroot = nullptr) : sysroot_(sysroot) {}
+
+  // A name ("training") or a file path (contains '/' or ends in ".toml").
+  // Names resolve to <sysroot>/etc/mltune/profiles/NAME.toml, then built-ins.
+  [[nodiscard]] Result<Profile> load(std::string_view name_or_path) const;
+  // Parse TOML text; `display` names it in errors.  Includes resolve to
+  // built-ins and user profiles only.
+  [[nodiscard]] Result<Profile> load_text(std::string_view text, std::string_view display) const;
+  // Names of every loadable profile (user profiles and built-ins), sorted.
+  [[nodiscard]] std::vector<std::string> list() const;
+
+private:
+  struct Source;
+  [[nodiscard]] Result<Source> resolve(std::string_view ref, const Source *from) const;
+  [[nodiscard]] Status load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const;
+
+  const Sysroot *sysroot_;
+};
+
+} // namespace mltune

@@ -1,0 +1,71 @@
+// Switching a node to a profile: the plan and the two backends.
+//
+//  - kernel backend (kernel_backend.cpp): used when <sysroot>/sys/kernel/mltune
+//    exists.  Loads/updates the profile in the module and writes its name to
+//    /sys/kernel/mltune/profile; the module switches atomically.
+//  - direct backend (direct_backend.cpp): a user-space transaction.  Captures
+//    every knob, records the pre-mltune baseline in
+//    <sysroot>/var/lib/mltune/baseline.json, writes in profile order and on
+//    the first failure restores everything written so far in reverse.
+#pragma once
+
+#include "mltune/profile.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <string>
+#include <vector>
+
+namespace mltune {
+
+inline constexpr std::string_view k_baseline = "baseline";
+inline constexpr std::string_view k_state_file = "/var/lib/mltune/baseline.json";
+inline constexpr std::string_view k_kmod_dir = "/sys/kernel/mltune";
+
+enum class Backend { automatic, kernel, direct };
+std::string_view to_string(Backend b);
+
+struct PlanStep {
+  std::string key;
+  std::string path;
+  std::string value;
+  std::string current; // normalised, empty when missing
+  bool optional = false;
+  enum class Action { write, unchanged, skip } action = Action::write;
+  std::string note; // why skipped
+};
+
+struct Plan {
+  std::string profile;
+  std::vector<PlanStep> steps;
+};
+
+// Validates the profile against the node: fails (Errc::failed) when a
+// required knob does not exist, before anything is written.
+Result<Plan> make_plan(const Profile &profile, const Sysroot &root);
+
+struct SwitchReport {
+  Backend backend = Backend::direct;
+  std::string profile;
+  std::vector<std::string> written;  // keys written
+  std::vector<std::string> skipped;  // optional keys skipped, "key: why"
+  std::string detail;                // e.g. the module's last_switch
+};
+
+Backend choose_backend(const Sysroot &root, Backend wanted);
+
+// The direct backend.  On failure nothing stays changed; the error names the
+// knob and carries its errno.
+Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root);
+Result<SwitchReport> restore_baseline_direct(const Sysroot &root);
+// The direct backend's recorded baseline: (path, value before mltune) pairs;
+// empty when the node was never switched by the direct backend.
+Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const Sysroot &root);
+
+// The kernel backend.
+bool kernel_backend_present(const Sysroot &root);
+Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root);
+Result<SwitchReport> restore_baseline_kernel(const Sysroot &root);
+// The module's knob-list format for a profile ("PATH VALUE" lines, '?' = optional).
+std::string kernel_knob_list(const Profile &profile);
+
+} // namespace mltune

@@ -1,0 +1,57 @@
+// Sysroot: every path libmltune touches goes through one of these.
+//
+// Paths passed in are absolute node paths ("/proc/sys/vm/swappiness"); the
+// Sysroot maps them below its root directory ("/" on a live node, a fake tree
+// in tests, "/host" in a container).  Paths with ".." components are refused.
+#pragma once
+
+#include "mltune/result.hpp"
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune {
+
+class Sysroot {
+public:
+  explicit Sysroot(std::filesystem::path root = "/");
+
+  [[nodiscard]] const std::filesystem::path &root() const { return root_; }
+  [[nodiscard]] bool is_live() const { return root_ == "/"; }
+  // Host path of an absolute node path.
+  [[nodiscard]] std::filesystem::path path(std::string_view abs) const;
+  [[nodiscard]] bool exists(std::string_view abs) const;
+  [[nodiscard]] bool is_dir(std::string_view abs) const;
+
+  // Whole file (up to 1 MiB), unmodified.
+  [[nodiscard]] Result<std::string> read(std::string_view abs) const;
+  // Knob value: read() normalised with normalize_value().
+  [[nodiscard]] Result<std::string> read_value(std::string_view abs) const;
+  // Knob write: open an existing file O_WRONLY|O_TRUNC and write the value in
+  // one write(2) call, as sysctl(8) does.  Never creates files.
+  [[nodiscard]] Status write_value(std::string_view abs, std::string_view value) const;
+  // Config write: creates parent directories, writes a temp file and renames
+  // it into place.
+  [[nodiscard]] Status write_file(std::string_view abs, std::string_view content) const;
+  [[nodiscard]] Status remove_file(std::string_view abs) const;
+  [[nodiscard]] Status symlink(std::string_view target, std::string_view abs) const;
+  // Names in a directory, sorted; empty when it does not exist.
+  [[nodiscard]] std::vector<std::string> list_dir(std::string_view abs) const;
+
+  // Test hook: the next write_value() calls for `abs` fail with `err`.
+  void inject_write_failure(std::string abs, int err) { faults_[std::move(abs)] = err; }
+
+private:
+  std::filesystem::path root_;
+  std::map<std::string, int, std::less<>> faults_;
+};
+
+// Canonical form of a knob value for comparison: surrounding whitespace
+// trimmed, inner whitespace runs collapsed to one space, and for sysfs choice
+// files ("always [madvise] never") only the selected word.
+std::string normalize_value(std::string_view raw);
+
+} // namespace mltune

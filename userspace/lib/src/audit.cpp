@@ -1,0 +1,415 @@
+#include "mltune/audit.hpp"
+
+#include "mltune/node.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <map>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ; // NOLINT(readability-redundant-declaration)
+
+namespace mltune {
+
+namespace {
+
+constexpr long long k_nofile_wanted = 1048576;
+
+std::vector<std::string> words(std::string_view s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t b = s.find_first_not_of(" \t", pos);
+    if (b == std::string_view::npos) {
+      break;
+    }
+    const size_t e = std::min(s.find_first_of(" \t", b), s.size());
+    out.emplace_back(s.substr(b, e - b));
+    pos = e;
+  }
+  return out;
+}
+
+std::vector<std::string_view> lines(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t e = std::min(s.find('\n', pos), s.size());
+    out.push_back(s.substr(pos, e - pos));
+    pos = e + 1;
+  }
+  return out;
+}
+
+bool is_number(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+long long to_ll(std::string_view s) {
+  long long v = -1;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+// Runs argv, returns its stdout (nullopt when it cannot run or fails).
+std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return std::nullopt;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char *> args;
+  args.reserve(argv.size() + 1);
+  for (const auto &a : argv) {
+    args.push_back(const_cast<char *>(a.c_str())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  }
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  std::string out;
+  if (rc == 0) {
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) {
+        out.append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  ::close(fds[0]);
+  if (rc != 0) {
+    return std::nullopt;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::string knob_fix(const Knob &k) {
+  if (k.kind == KnobKind::sysctl) {
+    return "sysctl -w " + k.key + "='" + k.value + "'";
+  }
+  return "echo '" + k.value + "' > " + k.path();
+}
+
+void audit_knobs(const Profile &profile, const Sysroot &root, std::vector<Finding> &out) {
+  for (const auto &st : compare(profile, root)) {
+    const Knob &k = *st.knob;
+    const auto *cat = catalog_find(k.key);
+    Finding f{std::string(k.kind == KnobKind::sysctl ? "sysctl:" : "sysfs:") + k.key,
+              k.kind == KnobKind::sysctl ? "sysctl" : "sysfs",
+              Severity::ok,
+              st.current,
+              k.value,
+              cat != nullptr ? std::string(cat->impact) : k.reason,
+              {}};
+    switch (st.state) {
+    case KnobState::match:
+      break;
+    case KnobState::differs:
+      f.severity = k.optional ? Severity::info : (cat != nullptr ? cat->severity : Severity::warning);
+      f.fix = knob_fix(k) + "  (or: mltunectl switch " + profile.name + ")";
+      break;
+    case KnobState::missing:
+    case KnobState::unreadable:
+      f.current = std::string(to_string(st.state));
+      f.severity = k.optional ? Severity::info : Severity::warning;
+      f.fix = k.optional ? "optional; " + k.reason : "kernel lacks " + k.path() + ": " + st.error;
+      break;
+    }
+    out.push_back(std::move(f));
+  }
+}
+
+std::vector<std::string> cpus(const Sysroot &root) {
+  std::vector<std::string> out;
+  for (const auto &n : root.list_dir("/sys/devices/system/cpu")) {
+    if (n.size() > 3 && n.starts_with("cpu") && is_number(n.substr(3))) {
+      out.push_back(n);
+    }
+  }
+  return out;
+}
+
+// "performance on 2/4 CPUs, powersave on 2/4 CPUs"
+std::string tally(const std::map<std::string, int> &counts, size_t total) {
+  std::string s;
+  for (const auto &[v, n] : counts) {
+    s += (s.empty() ? "" : ", ") + v + " on " + std::to_string(n) + "/" + std::to_string(total) + " CPUs";
+  }
+  return s;
+}
+
+void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
+  const auto list = cpus(root);
+  std::map<std::string, int> gov;
+  std::map<std::string, int> epb;
+  for (const auto &c : list) {
+    const std::string base = "/sys/devices/system/cpu/" + c;
+    if (auto g = root.read_value(base + "/cpufreq/scaling_governor")) {
+      ++gov[*g];
+    }
+    if (auto e = root.read_value(base + "/power/energy_perf_bias")) {
+      ++epb[*e];
+    }
+  }
+  Finding g{"cpu:governor", "cpu", Severity::ok, tally(gov, list.size()), "performance",
+            "Frequency ramp-up on bursty feeder threads delays kernel launches and collectives", {}};
+  if (gov.empty()) {
+    g.current = "no cpufreq (firmware or hypervisor controls frequency)";
+    g.severity = Severity::info;
+  } else if (gov.size() != 1 || gov.begin()->first != "performance") {
+    g.severity = Severity::warning;
+    g.fix = "cpupower frequency-set -g performance";
+  }
+  out.push_back(std::move(g));
+  Finding e{"cpu:energy_perf_bias", "cpu", Severity::ok, tally(epb, list.size()), "0",
+            "A power-saving bias lowers turbo residency and adds wake-up latency", {}};
+  if (epb.empty()) {
+    e.current = "not exposed";
+    e.severity = Severity::info;
+  } else if (epb.size() != 1 || epb.begin()->first != "0") {
+    e.severity = Severity::warning;
+    e.fix = "x86_energy_perf_policy performance  (or: echo 0 > /sys/devices/system/cpu/cpu*/power/energy_perf_bias)";
+  }
+  out.push_back(std::move(e));
+}
+
+void audit_memory(const Profile &profile, const Sysroot &root, std::vector<Finding> &out) {
+  // THP and NUMA balancing are knobs of the built-in profiles; check them even
+  // when a custom profile leaves them out.
+  const std::pair<std::string_view, std::string_view> must[] = {
+      {"kernel/mm/transparent_hugepage/enabled", "madvise"}, {"kernel.numa_balancing", "0"}};
+  Profile extra{profile.name, {}, {}, {}};
+  for (const auto &[key, value] : must) {
+    if (profile.find(key) == nullptr) {
+      const bool sysfs = key.find('/') != std::string_view::npos;
+      extra.knobs.push_back({sysfs ? KnobKind::sysfs : KnobKind::sysctl, std::string(key), std::string(value), true,
+                             "recommended for ML nodes", "audit"});
+    }
+  }
+  audit_knobs(extra, root, out);
+
+  auto swaps = root.read("/proc/swaps");
+  if (swaps) {
+    long long kib = 0;
+    int devices = 0;
+    for (const auto line : lines(*swaps)) {
+      const auto w = words(line);
+      if (w.size() >= 3 && is_number(w[2])) {
+        ++devices;
+        kib += to_ll(w[2]);
+      }
+    }
+    auto swappiness = root.read_value("/proc/sys/vm/swappiness");
+    const long long sw = swappiness ? to_ll(*swappiness) : -1;
+    Finding f{"memory:swap", "memory", Severity::ok,
+              devices == 0 ? "no swap" : std::to_string(devices) + " device(s), " + std::to_string(kib / 1024) + " MiB",
+              "no swap, or vm.swappiness <= 1",
+              "Pages of the training process or pinned staging buffers swapped out stall the GPU pipeline", {}};
+    if (devices > 0) {
+      f.severity = sw >= 0 && sw <= 1 ? Severity::info : Severity::warning;
+      f.fix = "swapoff -a and remove swap entries from /etc/fstab, or mltunectl switch " + profile.name;
+    }
+    out.push_back(std::move(f));
+  }
+}
+
+// Configured limits: limits.conf then limits.d/*.conf, later lines win.
+std::map<std::string, std::string> configured_limits(const Sysroot &root, std::string_view item) {
+  std::map<std::string, std::string> soft_hard; // "soft"/"hard" -> value, for domain '*'
+  std::vector<std::string> files{"/etc/security/limits.conf"};
+  for (const auto &f : root.list_dir("/etc/security/limits.d")) {
+    if (f.ends_with(".conf")) {
+      files.push_back("/etc/security/limits.d/" + f);
+    }
+  }
+  for (const auto &f : files) {
+    auto text = root.read(f);
+    if (!text) {
+      continue;
+    }
+    for (const auto line : lines(*text)) {
+      const auto w = words(line.substr(0, line.find('#')));
+      if (w.size() != 4 || w[0] != "*" || w[2] != item) {
+        continue;
+      }
+      if (w[1] == "soft" || w[1] == "-") {
+        soft_hard["soft"] = w[3];
+      }
+      if (w[1] == "hard" || w[1] == "-") {
+        soft_hard["hard"] = w[3];
+      }
+    }
+  }
+  return soft_hard;
+}
+
+bool limit_ok(std::string_view v, long long wanted) {
+  return v == "unlimited" || v == "infinity" || (wanted > 0 && is_number(v) && to_ll(v) >= wanted);
+}
+
+void audit_limits(const Sysroot &root, std::vector<Finding> &out) {
+  struct Lim {
+    std::string_view item, proc_name, want_text;
+    long long want;
+    std::string_view impact;
+  };
+  const Lim lims[] = {
+      {"memlock", "Max locked memory", "unlimited", -1,
+       "cudaHostAlloc, RDMA memory registration and NCCL fail or fall back to pageable copies"},
+      {"nofile", "Max open files", "1048576", k_nofile_wanted,
+       "Data loaders with many workers and shards fail with EMFILE"},
+  };
+  auto proc_limits = root.read("/proc/self/limits");
+  for (const auto &l : lims) {
+    const auto conf = configured_limits(root, l.item);
+    const std::string soft = conf.contains("soft") ? conf.at("soft") : "not set";
+    const std::string hard = conf.contains("hard") ? conf.at("hard") : "not set";
+    Finding c{"limits:" + std::string(l.item) + ":configured", "limits", Severity::ok,
+              "soft " + soft + ", hard " + hard, std::string(l.want_text), std::string(l.impact), {}};
+    if (!limit_ok(soft, l.want) || !limit_ok(hard, l.want)) {
+      c.severity = Severity::warning;
+      c.fix = "mltunectl persist  (writes /etc/security/limits.d/90-mltune.conf: * - " + std::string(l.item) + " " +
+              std::string(l.want_text) + ")";
+    }
+    out.push_back(std::move(c));
+    if (!proc_limits) {
+      continue;
+    }
+    for (const auto line : lines(*proc_limits)) {
+      if (!line.starts_with(l.proc_name)) {
+        continue;
+      }
+      const auto w = words(line.substr(l.proc_name.size()));
+      if (w.size() < 2) {
+        break;
+      }
+      Finding e{"limits:" + std::string(l.item) + ":effective", "limits", Severity::ok,
+                "soft " + w[0] + ", hard " + w[1], std::string(l.want_text), std::string(l.impact), {}};
+      if (!limit_ok(w[0], l.want)) {
+        e.severity = Severity::warning;
+        e.fix = "set LimitMEMLOCK=/LimitNOFILE= in the job's systemd unit or container runtime, "
+                "or log in again after mltunectl persist";
+      }
+      out.push_back(std::move(e));
+      break;
+    }
+  }
+}
+
+void audit_kernel(const Sysroot &root, std::vector<Finding> &out) {
+  auto v = kernel_version(root);
+  Finding f{"kernel:version", "kernel", Severity::ok, v ? v->release : "unknown", ">= 6.1",
+            "Older kernels lack EEVDF fixes, cpuset partitions and folio-based THP improvements", {}};
+  if (!v) {
+    f.severity = Severity::info;
+  } else if (v->major < 5 || (v->major == 5 && v->minor < 15)) {
+    f.severity = Severity::warning;
+    f.fix = "upgrade to the distribution's 6.x kernel (Debian bookworm: linux-image-amd64)";
+  } else if (v->major == 5) {
+    f.severity = Severity::info;
+    f.fix = "upgrade to a 6.1 or newer kernel";
+  }
+  out.push_back(std::move(f));
+}
+
+void audit_irqbalance(const Sysroot &root, std::vector<Finding> &out) {
+  bool running = false;
+  for (const auto &pid : root.list_dir("/proc")) {
+    if (is_number(pid)) {
+      auto comm = root.read_value("/proc/" + pid + "/comm");
+      if (comm && *comm == "irqbalance") {
+        running = true;
+        break;
+      }
+    }
+  }
+  bool banned = false;
+  if (auto cfg = root.read("/etc/default/irqbalance")) {
+    for (const auto line : lines(*cfg)) {
+      const auto w = words(line);
+      banned = banned || (!w.empty() && (w[0].starts_with("IRQBALANCE_BANNED_CPUS=") ||
+                                         w[0].starts_with("IRQBALANCE_BANNED_CPULIST=")));
+    }
+  }
+  Finding f{"irq:irqbalance", "irq",
+            Severity::ok,
+            running ? (banned ? "running, feeder CPUs banned" : "running") : "not running",
+            "not running, or running with IRQBALANCE_BANNED_CPULIST",
+            "irqbalance moves GPU and NIC interrupts across NUMA nodes and onto feeder cores", {}};
+  if (running && !banned) {
+    f.severity = Severity::info;
+    f.fix = "set IRQBALANCE_BANNED_CPULIST=<feeder cores> in /etc/default/irqbalance, or "
+            "systemctl disable --now irqbalance and pin NIC/GPU IRQs to their NUMA node";
+  }
+  out.push_back(std::move(f));
+}
+
+void audit_gpu(const Sysroot &root, const AuditOptions &opt, std::vector<Finding> &out) {
+  const std::string smi = root.path("/usr/bin/nvidia-smi").string();
+  if (!opt.run_nvidia_smi || ::access(smi.c_str(), X_OK) != 0) {
+    return;
+  }
+  auto text = run_capture({smi, "--query-gpu=index,persistence_mode", "--format=csv,noheader"});
+  Finding f{"gpu:persistence_mode", "gpu", Severity::ok, {}, "Enabled on all GPUs",
+            "Without persistence the driver tears GPUs down between jobs: seconds of start-up latency", {}};
+  if (!text) {
+    f.severity = Severity::info;
+    f.current = "nvidia-smi failed";
+    out.push_back(std::move(f));
+    return;
+  }
+  int total = 0;
+  int enabled = 0;
+  for (const auto line : lines(*text)) {
+    if (line.find(',') == std::string_view::npos) {
+      continue;
+    }
+    ++total;
+    enabled += normalize_value(line.substr(line.find(',') + 1)) == "Enabled" ? 1 : 0;
+  }
+  f.current = "Enabled on " + std::to_string(enabled) + "/" + std::to_string(total) + " GPUs";
+  if (enabled != total) {
+    f.severity = Severity::warning;
+    f.fix = "systemctl enable --now nvidia-persistenced  (or: nvidia-smi -pm 1)";
+  }
+  out.push_back(std::move(f));
+}
+
+} // namespace
+
+std::vector<Finding> audit(const Profile &profile, const Sysroot &root, const AuditOptions &opt) {
+  std::vector<Finding> out;
+  audit_knobs(profile, root, out);
+  audit_cpu(root, out);
+  audit_memory(profile, root, out);
+  audit_limits(root, out);
+  audit_kernel(root, out);
+  audit_irqbalance(root, out);
+  audit_gpu(root, opt, out);
+  return out;
+}
+
+Severity worst(const std::vector<Finding> &findings) {
+  Severity w = Severity::ok;
+  for (const auto &f : findings) {
+    w = std::max(w, f.severity);
+  }
+  return w;
+}
+
+} // namespace mltune

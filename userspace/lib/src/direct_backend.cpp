@@ -1,0 +1,204 @@
+// Plan building, backend choice and the direct (user-space transaction) backend.
+#include "mltune/node.hpp"
+#include "mltune/switch.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace mltune {
+
+using json = nlohmann::json;
+
+std::string_view to_string(Backend b) {
+  switch (b) {
+  case Backend::automatic: return "auto";
+  case Backend::kernel: return "kernel";
+  case Backend::direct: return "direct";
+  }
+  return "?";
+}
+
+Backend choose_backend(const Sysroot &root, Backend wanted) {
+  if (wanted != Backend::automatic) {
+    return wanted;
+  }
+  return kernel_backend_present(root) ? Backend::kernel : Backend::direct;
+}
+
+Result<Plan> make_plan(const Profile &profile, const Sysroot &root) {
+  Plan plan{profile.name, {}};
+  for (const auto &st : compare(profile, root)) {
+    const Knob &k = *st.knob;
+    PlanStep step{k.key, k.path(), k.value, st.current, k.optional, PlanStep::Action::write, {}};
+    if (st.state == KnobState::missing || st.state == KnobState::unreadable) {
+      if (!k.optional) {
+        return failure(k.key + " (" + k.origin + "): required knob not available on this node: " + st.error,
+                       ENOENT);
+      }
+      step.action = PlanStep::Action::skip;
+      step.note = "not available on this node";
+    } else if (st.state == KnobState::match) {
+      step.action = PlanStep::Action::unchanged;
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  return plan;
+}
+
+namespace {
+
+struct Baseline {
+  std::string active;
+  std::vector<std::pair<std::string, std::string>> values; // path, value before mltune
+};
+
+Result<Baseline> load_state(const Sysroot &root) {
+  Baseline b;
+  if (!root.exists(k_state_file)) {
+    return b;
+  }
+  auto text = root.read(k_state_file);
+  if (!text) {
+    return text.error();
+  }
+  try {
+    const json j = json::parse(*text);
+    b.active = j.value("active", "");
+    for (const auto &e : j.at("baseline")) {
+      b.values.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
+    }
+  } catch (const json::exception &e) {
+    return failure(std::string(k_state_file) + ": corrupt state file: " + e.what());
+  }
+  return b;
+}
+
+Status save_state(const Sysroot &root, const Baseline &b) {
+  json j;
+  j["version"] = 1;
+  j["active"] = b.active;
+  j["baseline"] = json::array();
+  for (const auto &[path, value] : b.values) {
+    j["baseline"].push_back({{"path", path}, {"value", value}});
+  }
+  return root.write_file(k_state_file, j.dump(1) + "\n");
+}
+
+struct Write {
+  std::string key, path, value, old;
+  bool optional;
+};
+
+// Writes in order; on the first failure of a required write restores every
+// write done so far, in reverse, and returns the error naming the knob.
+Result<SwitchReport> transact(const std::string &profile, const std::vector<Write> &writes, const Sysroot &root) {
+  SwitchReport rep{Backend::direct, profile, {}, {}, {}};
+  std::vector<const Write *> done;
+  for (const auto &w : writes) {
+    auto st = root.write_value(w.path, w.value);
+    if (st) {
+      done.push_back(&w);
+      rep.written.push_back(w.key);
+      continue;
+    }
+    if (w.optional) {
+      rep.skipped.push_back(w.key + ": " + st.error().message);
+      continue;
+    }
+    std::string undo_errors;
+    for (auto it = done.rbegin(); it != done.rend(); ++it) {
+      if (auto u = root.write_value((*it)->path, (*it)->old); !u) {
+        undo_errors += "; restore failed: " + u.error().message;
+      }
+    }
+    return Error{Errc::failed,
+                 "switch to '" + profile + "' failed at " + w.key + " = " + w.value + " (" + st.error().message +
+                     "); rolled back " + std::to_string(done.size()) + " knob(s)" + undo_errors,
+                 st.error().sys_errno};
+  }
+  return rep;
+}
+
+} // namespace
+
+Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) {
+  auto plan = make_plan(profile, root);
+  if (!plan) {
+    return plan.error();
+  }
+  auto state = load_state(root);
+  if (!state) {
+    return state.error();
+  }
+  std::vector<Write> writes;
+  SwitchReport skipped_rep;
+  for (const auto &s : plan->steps) {
+    if (s.action == PlanStep::Action::skip) {
+      skipped_rep.skipped.push_back(s.key + ": " + s.note);
+      continue;
+    }
+    const bool known = std::any_of(state->values.begin(), state->values.end(),
+                                   [&](const auto &v) { return v.first == s.path; });
+    if (!known) {
+      state->values.emplace_back(s.path, s.current);
+    }
+    if (s.action == PlanStep::Action::write) {
+      writes.push_back({s.key, s.path, s.value, s.current, s.optional});
+    }
+  }
+  // Record the baseline before the first write, so it survives a crash.
+  if (auto st = save_state(root, *state); !st) {
+    return st.error();
+  }
+  auto rep = transact(profile.name, writes, root);
+  if (!rep) {
+    return rep;
+  }
+  rep->skipped.insert(rep->skipped.begin(), skipped_rep.skipped.begin(), skipped_rep.skipped.end());
+  state->active = profile.name;
+  if (auto st = save_state(root, *state); !st) {
+    return st.error();
+  }
+  return rep;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const Sysroot &root) {
+  auto state = load_state(root);
+  if (!state) {
+    return state.error();
+  }
+  return std::move(state->values);
+}
+
+Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
+  auto state = load_state(root);
+  if (!state) {
+    return state.error();
+  }
+  std::vector<Write> writes;
+  SwitchReport skipped;
+  for (auto it = state->values.rbegin(); it != state->values.rend(); ++it) {
+    const auto &[path, value] = *it;
+    auto cur = root.read_value(path);
+    if (!cur) {
+      skipped.skipped.push_back(path + ": " + cur.error().message);
+      continue;
+    }
+    if (!values_equal(*cur, value)) {
+      writes.push_back({path, path, value, *cur, false});
+    }
+  }
+  auto rep = transact(std::string(k_baseline), writes, root);
+  if (!rep) {
+    return rep;
+  }
+  rep->skipped = std::move(skipped.skipped);
+  if (auto st = root.remove_file(k_state_file); !st) {
+    return st.error();
+  }
+  return rep;
+}
+
+} // namespace mltune

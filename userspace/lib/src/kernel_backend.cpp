@@ -1,0 +1,108 @@
+// Kernel backend: drives the mltune module through /sys/kernel/mltune.
+// All knowledge of the module's sysfs ABI lives in this file
+// (Documentation/ABI/testing/sysfs-kernel-mltune).
+#include "mltune/switch.hpp"
+
+#include <algorithm>
+
+namespace mltune {
+
+namespace {
+
+const std::string k_dir(k_kmod_dir);
+const std::string k_profile_attr = k_dir + "/profile";
+const std::string k_last_switch = k_dir + "/last_switch";
+const std::string k_control = k_dir + "/profiles/control";
+
+std::vector<std::string> sorted_lines(std::string_view text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    std::string line = normalize_value(text.substr(pos, end - pos));
+    if (!line.empty()) {
+      out.push_back(std::move(line));
+    }
+    pos = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string last_switch(const Sysroot &root) {
+  auto t = root.read(k_last_switch);
+  return t ? normalize_value(*t) : std::string();
+}
+
+// Loads `profile` into the module unless an identical one is loaded already.
+Status load_profile(const Profile &profile, const Sysroot &root) {
+  const std::string dir = k_dir + "/profiles/" + profile.name;
+  const std::string list = kernel_knob_list(profile);
+  if (root.is_dir(dir)) {
+    auto loaded = root.read(dir + "/knobs");
+    if (loaded && sorted_lines(*loaded) == sorted_lines(list)) {
+      return {};
+    }
+    if (auto st = root.write_value(k_control, "-" + profile.name); !st) {
+      return Error{Errc::failed, "module: cannot replace loaded profile '" + profile.name + "': " + st.error().message,
+                   st.error().sys_errno};
+    }
+  }
+  if (auto st = root.write_value(k_control, "+" + profile.name); !st) {
+    return Error{Errc::failed, "module: cannot create profile '" + profile.name + "': " + st.error().message,
+                 st.error().sys_errno};
+  }
+  Status st = root.write_value(dir + "/knobs", list);
+  if (st) {
+    st = root.write_value(dir + "/state", "commit");
+  }
+  if (!st) {
+    (void)root.write_value(k_control, "-" + profile.name);
+    return Error{Errc::failed, "module: loading profile '" + profile.name + "' failed: " + st.error().message,
+                 st.error().sys_errno};
+  }
+  return {};
+}
+
+Result<SwitchReport> activate(const std::string &name, const Sysroot &root) {
+  if (auto st = root.write_value(k_profile_attr, name); !st) {
+    std::string detail = last_switch(root);
+    return Error{Errc::failed,
+                 "module: switch to '" + name + "' failed: " + st.error().message +
+                     (detail.empty() ? "" : " (last_switch: " + detail + ")"),
+                 st.error().sys_errno};
+  }
+  return SwitchReport{Backend::kernel, name, {}, {}, last_switch(root)};
+}
+
+} // namespace
+
+bool kernel_backend_present(const Sysroot &root) { return root.is_dir(k_dir); }
+
+std::string kernel_knob_list(const Profile &profile) {
+  std::string out;
+  for (const auto &k : profile.knobs) {
+    out += (k.optional ? "?" : "") + k.path() + " " + k.value + "\n";
+  }
+  return out;
+}
+
+Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root) {
+  if (profile.name == k_baseline) {
+    return input_error("'baseline' is reserved");
+  }
+  if (auto st = load_profile(profile, root); !st) {
+    return st.error();
+  }
+  auto rep = activate(profile.name, root);
+  if (rep) {
+    for (const auto &k : profile.knobs) {
+      rep->written.push_back(k.key);
+    }
+  }
+  return rep;
+}
+
+Result<SwitchReport> restore_baseline_kernel(const Sysroot &root) { return activate(std::string(k_baseline), root); }
+
+} // namespace mltune

@@ -1,0 +1,344 @@
+#include "mltune/profile.hpp"
+
+#include "mltune/catalog.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace mltune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t k_max_include_depth = 16;
+constexpr size_t k_max_value_len = 4096;
+
+// /sys subtrees a profile may write (the kernel module has the same allowlist).
+constexpr std::string_view k_sysfs_allow[] = {
+    "kernel/mm/transparent_hugepage/", "kernel/mm/ksm/", "devices/system/cpu/",
+    "devices/virtual/workqueue/", "bus/workqueue/devices/",
+};
+
+bool valid_name(std::string_view n) {
+  return !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+bool valid_segment(std::string_view s, bool allow_dot) {
+  return !s.empty() && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [&](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+           c == ':' || c == '+' || (allow_dot && c == '.');
+  });
+}
+
+bool split_ok(std::string_view key, char sep, bool allow_dot) {
+  size_t pos = 0;
+  for (;;) {
+    const size_t end = key.find(sep, pos);
+    if (!valid_segment(key.substr(pos, end == std::string_view::npos ? end : end - pos), allow_dot)) {
+      return false;
+    }
+    if (end == std::string_view::npos) {
+      return true;
+    }
+    pos = end + 1;
+  }
+}
+
+std::optional<std::string> check_key(KnobKind kind, std::string_view key) {
+  if (kind == KnobKind::sysctl) {
+    if (key.find('.') == std::string_view::npos || !split_ok(key, '.', false)) {
+      return "invalid sysctl name '" + std::string(key) + "' (expected dotted name like vm.swappiness)";
+    }
+    return std::nullopt;
+  }
+  if (!split_ok(key, '/', true)) {
+    return "invalid sysfs path '" + std::string(key) + "' (expected a path relative to /sys without '..')";
+  }
+  const bool allowed = std::any_of(std::begin(k_sysfs_allow), std::end(k_sysfs_allow),
+                                   [&](std::string_view p) { return key.starts_with(p); });
+  if (!allowed) {
+    return "sysfs path '" + std::string(key) + "' is outside the allowed subtrees";
+  }
+  return std::nullopt;
+}
+
+std::string where(const std::string &display, const toml::source_region &r) {
+  return display + ":" + std::to_string(r.begin.line);
+}
+
+Result<std::string> read_host_file(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) {
+    return failure(p.string() + ": cannot open", errno);
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+} // namespace
+
+std::string Knob::path() const {
+  if (kind == KnobKind::sysfs) {
+    return "/sys/" + key;
+  }
+  std::string p = "/proc/sys/" + key;
+  std::replace(p.begin() + 10, p.end(), '.', '/');
+  return p;
+}
+
+const Knob *Profile::find(std::string_view key) const {
+  const auto it = std::find_if(knobs.begin(), knobs.end(), [&](const Knob &k) { return k.key == key; });
+  return it == knobs.end() ? nullptr : &*it;
+}
+
+struct ProfileLoader::Source {
+  std::string id;      // identity for cycle detection
+  std::string display; // name used in messages
+  std::string name;    // profile name (file stem)
+  std::string text;
+  fs::path dir; // directory for relative includes; empty for built-ins
+};
+
+Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const Source *from) const {
+  const bool is_path = ref.find('/') != std::string_view::npos || ref.ends_with(".toml");
+  if (is_path) {
+    fs::path p(ref);
+    if (p.is_relative() && from != nullptr) {
+      if (from->dir.empty()) {
+        return input_error("cannot include a file path from built-in profile " + from->display);
+      }
+      p = from->dir / p;
+    }
+    auto text = read_host_file(p);
+    if (!text) {
+      return text.error().kind == Errc::failed ? input_error(text.error().message) : text.error();
+    }
+    std::error_code ec;
+    const fs::path canon = fs::weakly_canonical(p, ec);
+    return Source{canon.string(), p.string(), p.stem().string(), std::move(*text), p.parent_path()};
+  }
+  if (!valid_name(ref)) {
+    return input_error("invalid profile name '" + std::string(ref) + "'");
+  }
+  std::vector<fs::path> candidates;
+  if (from != nullptr && !from->dir.empty()) {
+    candidates.push_back(from->dir / (std::string(ref) + ".toml"));
+  }
+  if (sysroot_ != nullptr) {
+    candidates.push_back(sysroot_->path(std::string(k_user_profile_dir) + "/" + std::string(ref) + ".toml"));
+  }
+  for (const auto &c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) {
+      auto text = read_host_file(c);
+      if (!text) {
+        return input_error(text.error().message);
+      }
+      return Source{fs::weakly_canonical(c, ec).string(), c.string(), std::string(ref), std::move(*text),
+                    c.parent_path()};
+    }
+  }
+  for (const auto &b : builtin_profiles()) {
+    if (b.name == ref) {
+      return Source{"builtin:" + std::string(ref), std::string(ref) + ".toml", std::string(ref), std::string(b.text), {}};
+    }
+  }
+  return input_error("unknown profile '" + std::string(ref) + "'");
+}
+
+Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
+  toml::table doc;
+  try {
+    doc = toml::parse(src.text, src.display);
+  } catch (const toml::parse_error &e) {
+    return input_error(src.display + ":" + std::to_string(e.source().begin.line) + ":" +
+                       std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+  }
+  stack.push_back(src.id);
+
+  // Pass 1: schema of the top level.
+  std::vector<std::pair<std::string, toml::source_region>> includes;
+  for (const auto &[k, v] : doc) {
+    const std::string at = where(src.display, k.source());
+    if (k == "description") {
+      if (!v.is_string()) {
+        return input_error(at + ": description must be a string");
+      }
+    } else if (k == "include") {
+      if (const auto *s = v.as_string()) {
+        includes.emplace_back(s->get(), v.source());
+      } else if (const auto *arr = v.as_array()) {
+        for (const auto &el : *arr) {
+          if (!el.is_string()) {
+            return input_error(where(src.display, el.source()) + ": include entries must be strings");
+          }
+          includes.emplace_back(*el.value<std::string>(), el.source());
+        }
+      } else {
+        return input_error(at + ": include must be a string or an array of strings");
+      }
+    } else if (k == "sysctl" || k == "sysfs") {
+      if (!v.is_table()) {
+        return input_error(at + ": [" + std::string(k.str()) + "] must be a table");
+      }
+    } else {
+      return input_error(at + ": unknown key '" + std::string(k.str()) +
+                         "' (expected description, include, [sysctl], [sysfs])");
+    }
+  }
+
+  // Pass 2: includes, depth first, so this file's knobs override them.
+  for (const auto &[ref, region] : includes) {
+    const std::string at = where(src.display, region);
+    auto inc = resolve(ref, &src);
+    if (!inc) {
+      return input_error(at + ": include '" + ref + "': " + inc.error().message);
+    }
+    if (std::find(stack.begin(), stack.end(), inc->id) != stack.end()) {
+      std::string chain;
+      for (const auto &s : stack) {
+        chain += s + " -> ";
+      }
+      return input_error(at + ": include cycle: " + chain + inc->id);
+    }
+    if (stack.size() >= k_max_include_depth) {
+      return input_error(at + ": includes nested deeper than " + std::to_string(k_max_include_depth));
+    }
+    if (auto st = load_into(*inc, out, stack); !st) {
+      return st;
+    }
+  }
+
+  // Pass 3: knobs, in file order.
+  struct Entry {
+    Knob knob;
+    uint32_t line;
+  };
+  std::vector<Entry> entries;
+  for (const auto kind : {KnobKind::sysctl, KnobKind::sysfs}) {
+    const auto *tbl = doc[kind == KnobKind::sysctl ? "sysctl" : "sysfs"].as_table();
+    if (tbl == nullptr) {
+      continue;
+    }
+    for (const auto &[k, v] : *tbl) {
+      const std::string at = where(src.display, k.source());
+      const std::string key(k.str());
+      if (auto err = check_key(kind, key)) {
+        return input_error(at + ": " + *err);
+      }
+      const auto *spec = v.as_table();
+      if (spec == nullptr) {
+        return input_error(at + ": " + key + ": expected { value = ..., reason = \"...\" }");
+      }
+      Knob knob{kind, key, {}, false, {}, at};
+      bool have_value = false;
+      for (const auto &[fk, fv] : *spec) {
+        const std::string fat = where(src.display, fk.source());
+        if (fk == "value") {
+          if (const auto *i = fv.as_integer()) {
+            knob.value = std::to_string(i->get());
+          } else if (const auto *s = fv.as_string()) {
+            knob.value = s->get();
+          } else {
+            return input_error(fat + ": " + key + ": value must be an integer or a string");
+          }
+          have_value = true;
+        } else if (fk == "optional") {
+          if (!fv.is_boolean()) {
+            return input_error(fat + ": " + key + ": optional must be true or false");
+          }
+          knob.optional = *fv.value<bool>();
+        } else if (fk == "reason") {
+          if (!fv.is_string()) {
+            return input_error(fat + ": " + key + ": reason must be a string");
+          }
+          knob.reason = *fv.value<std::string>();
+        } else {
+          return input_error(fat + ": " + key + ": unknown key '" + std::string(fk.str()) +
+                             "' (expected value, optional, reason)");
+        }
+      }
+      if (!have_value) {
+        return input_error(at + ": " + key + ": missing value");
+      }
+      if (knob.value.size() > k_max_value_len ||
+          std::any_of(knob.value.begin(), knob.value.end(), [](char c) { return c == '\n' || c == '\0'; }) ||
+          normalize_value(knob.value) != knob.value || knob.value.empty()) {
+        return input_error(at + ": " + key + ": value must be non-empty, one line, without extra spaces");
+      }
+      if (const auto *entry = catalog_find(key)) {
+        if (auto err = catalog_check(*entry, knob.value)) {
+          return input_error(at + ": " + key + ": " + *err);
+        }
+      }
+      entries.push_back({std::move(knob), k.source().begin.line});
+    }
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) { return a.line < b.line; });
+  for (auto &e : entries) {
+    auto it = std::find_if(out.knobs.begin(), out.knobs.end(), [&](const Knob &k) { return k.key == e.knob.key; });
+    if (it != out.knobs.end()) {
+      *it = std::move(e.knob);
+    } else {
+      out.knobs.push_back(std::move(e.knob));
+    }
+  }
+  if (const auto desc = doc["description"].value<std::string>()) {
+    out.description = *desc;
+  }
+  out.sources.push_back(src.display);
+  stack.pop_back();
+  return {};
+}
+
+Result<Profile> ProfileLoader::load(std::string_view name_or_path) const {
+  auto src = resolve(name_or_path, nullptr);
+  if (!src) {
+    return src.error();
+  }
+  Profile p;
+  p.name = src->name;
+  std::vector<std::string> stack;
+  if (auto st = load_into(*src, p, stack); !st) {
+    return st.error();
+  }
+  return p;
+}
+
+Result<Profile> ProfileLoader::load_text(std::string_view text, std::string_view display) const {
+  const Source src{"text:" + std::string(display), std::string(display), fs::path(display).stem().string(),
+                   std::string(text), {}};
+  Profile p;
+  p.name = src.name;
+  std::vector<std::string> stack;
+  if (auto st = load_into(src, p, stack); !st) {
+    return st.error();
+  }
+  return p;
+}
+
+std::vector<std::string> ProfileLoader::list() const {
+  std::vector<std::string> names;
+  for (const auto &b : builtin_profiles()) {
+    names.emplace_back(b.name);
+  }
+  if (sysroot_ != nullptr) {
+    for (const auto &f : sysroot_->list_dir(k_user_profile_dir)) {
+      if (f.ends_with(".toml") && valid_name(f.substr(0, f.size() - 5))) {
+        names.push_back(f.substr(0, f.size() - 5));
+      }
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+} // namespace mltune

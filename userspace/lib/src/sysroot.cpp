@@ -1,0 +1,234 @@
+#include "mltune/sysroot.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace mltune {
+
+namespace fs = std::filesystem;
+
+Error sys_error(const std::string &what, int err) {
+  return failure(what + ": " + std::strerror(err), err);
+}
+
+namespace {
+
+constexpr size_t k_max_read = 1 << 20;
+
+// Closes a file descriptor on scope exit.
+class Fd {
+public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  ~Fd() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  [[nodiscard]] int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+private:
+  int fd_;
+};
+
+bool has_dotdot(std::string_view p) {
+  for (const auto &part : fs::path(p)) {
+    if (part == "..") {
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace
+
+Sysroot::Sysroot(fs::path root) : root_(std::move(root)) {
+  if (root_.empty()) {
+    root_ = "/";
+  }
+}
+
+fs::path Sysroot::path(std::string_view abs) const {
+  std::string_view rel = abs;
+  while (!rel.empty() && rel.front() == '/') {
+    rel.remove_prefix(1);
+  }
+  return root_ / rel;
+}
+
+bool Sysroot::exists(std::string_view abs) const {
+  std::error_code ec;
+  return !has_dotdot(abs) && fs::exists(path(abs), ec);
+}
+
+bool Sysroot::is_dir(std::string_view abs) const {
+  std::error_code ec;
+  return !has_dotdot(abs) && fs::is_directory(path(abs), ec);
+}
+
+Result<std::string> Sysroot::read(std::string_view abs) const {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  const Fd fd(::open(path(abs).c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    return sys_error(std::string(abs) + ": open", errno);
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return sys_error(std::string(abs) + ": read", errno);
+    }
+    if (n == 0) {
+      break;
+    }
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > k_max_read) {
+      return failure(std::string(abs) + ": file larger than 1 MiB");
+    }
+  }
+  return out;
+}
+
+Result<std::string> Sysroot::read_value(std::string_view abs) const {
+  auto raw = read(abs);
+  if (!raw) {
+    return raw.error();
+  }
+  return normalize_value(*raw);
+}
+
+Status Sysroot::write_value(std::string_view abs, std::string_view value) const {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  if (auto it = faults_.find(abs); it != faults_.end()) {
+    return sys_error(std::string(abs) + ": write", it->second);
+  }
+  const Fd fd(::open(path(abs).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (fd.get() < 0) {
+    return sys_error(std::string(abs) + ": open", errno);
+  }
+  ssize_t n = 0;
+  do {
+    n = ::write(fd.get(), value.data(), value.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    return sys_error(std::string(abs) + ": write", errno);
+  }
+  if (static_cast<size_t>(n) != value.size()) {
+    return failure(std::string(abs) + ": short write");
+  }
+  return {};
+}
+
+Status Sysroot::write_file(std::string_view abs, std::string_view content) const {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  const fs::path target = path(abs);
+  std::error_code ec;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) {
+    return sys_error(target.parent_path().string() + ": mkdir", ec.value());
+  }
+  const fs::path tmp = target.string() + ".mltune-tmp";
+  {
+    const Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) {
+      return sys_error(tmp.string() + ": open", errno);
+    }
+    size_t off = 0;
+    while (off < content.size()) {
+      const ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n <= 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        return sys_error(tmp.string() + ": write", err);
+      }
+      off += static_cast<size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      return sys_error(tmp.string() + ": fsync", err);
+    }
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return sys_error(target.string() + ": rename", err);
+  }
+  return {};
+}
+
+Status Sysroot::remove_file(std::string_view abs) const {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  if (::unlink(path(abs).c_str()) != 0 && errno != ENOENT) {
+    return sys_error(std::string(abs) + ": unlink", errno);
+  }
+  return {};
+}
+
+Status Sysroot::symlink(std::string_view target, std::string_view abs) const {
+  const fs::path link = path(abs);
+  std::error_code ec;
+  fs::create_directories(link.parent_path(), ec);
+  ::unlink(link.c_str());
+  if (::symlink(std::string(target).c_str(), link.c_str()) != 0) {
+    return sys_error(std::string(abs) + ": symlink", errno);
+  }
+  return {};
+}
+
+std::vector<std::string> Sysroot::list_dir(std::string_view abs) const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (has_dotdot(abs)) {
+    return out;
+  }
+  for (fs::directory_iterator it(path(abs), ec), end; !ec && it != end; it.increment(ec)) {
+    out.push_back(it->path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string normalize_value(std::string_view raw) {
+  if (const auto open = raw.find('['); open != std::string_view::npos) {
+    if (const auto close = raw.find(']', open); close != std::string_view::npos) {
+      raw = raw.substr(open + 1, close - open - 1);
+    }
+  }
+  std::string out;
+  bool space = false;
+  for (const char c : raw) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) {
+      out.push_back(' ');
+      space = false;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+} // namespace mltune

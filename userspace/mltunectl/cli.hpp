@@ -1,0 +1,52 @@
+// mltunectl front end.  Each subcommand lives in its own cmd_<name>.cpp and
+// registers itself with register_<name>(); adding one means adding a file and
+// one line in cli.cpp.
+#pragma once
+
+#include "mltune/profile.hpp"
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace mltune::cli {
+
+// Exit codes (documented in mltunectl(8)).
+inline constexpr int k_exit_ok = 0;
+inline constexpr int k_exit_failed = 1; // node differs / operation failed
+inline constexpr int k_exit_usage = 2;  // usage or input error
+
+struct Context {
+  // Global options.
+  std::string sysroot = "/";
+  bool json = false;
+  bool dry_run = false;
+  int verbose = 0;
+
+  std::ostream *out = nullptr;
+  std::ostream *err = nullptr;
+  int rc = k_exit_ok;
+
+  [[nodiscard]] Sysroot root() const { return Sysroot(sysroot); }
+  // Prints the error (and a JSON error object with --json); sets rc.
+  void fail(const Error &e);
+  void emit(const nlohmann::json &j) const;
+  // The default profile: PROFILE= in <sysroot>/etc/mltune/mltune.conf, else "training".
+  [[nodiscard]] std::string default_profile() const;
+};
+
+void register_profile(CLI::App &app, Context &ctx);
+void register_audit(CLI::App &app, Context &ctx);
+void register_verify(CLI::App &app, Context &ctx); // verify and diff
+void register_switch(CLI::App &app, Context &ctx);
+void register_persist(CLI::App &app, Context &ctx);
+
+// Runs mltunectl with argv (without the program name); returns the exit code.
+int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err);
+
+} // namespace mltune::cli

@@ -1,0 +1,132 @@
+// mltunectl switch PROFILE [--backend auto|kernel|direct]
+#include "cli.hpp"
+
+#include "mltune/switch.hpp"
+
+#include <ostream>
+
+namespace mltune::cli {
+
+namespace {
+
+std::string_view action_name(PlanStep::Action a) {
+  switch (a) {
+  case PlanStep::Action::write: return "write";
+  case PlanStep::Action::unchanged: return "unchanged";
+  case PlanStep::Action::skip: return "skip";
+  }
+  return "?";
+}
+
+void print_plan(Context &ctx, const Plan &plan, Backend backend) {
+  if (ctx.json) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto &s : plan.steps) {
+      steps.push_back({{"key", s.key},
+                       {"path", s.path},
+                       {"current", s.current},
+                       {"value", s.value},
+                       {"action", action_name(s.action)},
+                       {"optional", s.optional},
+                       {"note", s.note}});
+    }
+    ctx.emit({{"profile", plan.profile}, {"backend", to_string(backend)}, {"dry_run", true}, {"steps", steps}});
+    return;
+  }
+  *ctx.out << "plan: switch to '" << plan.profile << "' with the " << to_string(backend) << " backend\n";
+  for (const auto &s : plan.steps) {
+    *ctx.out << "  " << action_name(s.action) << "\t" << s.key << ": '" << s.current << "' -> '" << s.value << "'"
+             << (s.note.empty() ? "" : " (" + s.note + ")") << "\n";
+  }
+}
+
+void print_report(Context &ctx, const SwitchReport &r) {
+  if (ctx.json) {
+    ctx.emit({{"profile", r.profile},
+              {"backend", to_string(r.backend)},
+              {"written", r.written},
+              {"skipped", r.skipped},
+              {"detail", r.detail}});
+    return;
+  }
+  *ctx.out << "switched to '" << r.profile << "' (" << to_string(r.backend) << " backend, " << r.written.size()
+           << " knobs written)\n";
+  for (const auto &s : r.skipped) {
+    *ctx.out << "  skipped " << s << "\n";
+  }
+  if (ctx.verbose > 0 && !r.detail.empty()) {
+    *ctx.out << "  " << r.detail << "\n";
+  }
+}
+
+void switch_baseline(Context &ctx, const Sysroot &root, Backend backend) {
+  if (ctx.dry_run) {
+    auto base = direct_baseline(root);
+    if (!base) {
+      return ctx.fail(base.error());
+    }
+    Plan plan{std::string(k_baseline), {}};
+    if (backend == Backend::direct) {
+      for (const auto &[path, value] : *base) {
+        auto cur = root.read_value(path);
+        plan.steps.push_back({path, path, value, cur ? *cur : "", false, PlanStep::Action::write, {}});
+      }
+    }
+    return print_plan(ctx, plan, backend);
+  }
+  auto rep = backend == Backend::kernel ? restore_baseline_kernel(root) : restore_baseline_direct(root);
+  if (!rep) {
+    return ctx.fail(rep.error());
+  }
+  print_report(ctx, *rep);
+}
+
+void run_switch(Context &ctx, const std::string &name, const std::string &backend_name) {
+  const Sysroot root = ctx.root();
+  const Backend wanted = backend_name == "kernel"   ? Backend::kernel
+                         : backend_name == "direct" ? Backend::direct
+                                                    : Backend::automatic;
+  const Backend backend = choose_backend(root, wanted);
+  if (backend == Backend::kernel && !kernel_backend_present(root)) {
+    return ctx.fail(failure(std::string(k_kmod_dir) + " not found: the mltune module is not loaded"));
+  }
+  if (name == k_baseline) {
+    return switch_baseline(ctx, root, backend);
+  }
+  auto p = ProfileLoader(&root).load(name);
+  if (!p) {
+    return ctx.fail(p.error());
+  }
+  auto plan = make_plan(*p, root);
+  if (!plan) {
+    return ctx.fail(plan.error());
+  }
+  if (ctx.dry_run) {
+    print_plan(ctx, *plan, backend);
+    if (backend == Backend::kernel && !ctx.json && ctx.verbose > 0) {
+      *ctx.out << "knob list for the module:\n" << kernel_knob_list(*p);
+    }
+    return;
+  }
+  auto rep = backend == Backend::kernel ? switch_kernel(*p, root) : switch_direct(*p, root);
+  if (!rep) {
+    return ctx.fail(rep.error());
+  }
+  print_report(ctx, *rep);
+}
+
+} // namespace
+
+void register_switch(CLI::App &app, Context &ctx) {
+  auto name = std::make_shared<std::string>();
+  auto backend = std::make_shared<std::string>("auto");
+  auto *cmd = app.add_subcommand("switch", "Switch the node to PROFILE atomically ('baseline' restores the "
+                                           "values from before the first switch)");
+  cmd->add_option("profile", *name, "Profile name, TOML file, or 'baseline'")->required();
+  cmd->add_option("-b,--backend", *backend, "auto (kernel when the module is loaded), kernel or direct")
+      ->check(CLI::IsMember({"auto", "kernel", "direct"}))
+      ->capture_default_str();
+  cmd->callback([&ctx, name, backend] { run_switch(ctx, *name, *backend); });
+}
+
+} // namespace mltune::cli

@@ -1,0 +1,93 @@
+// mltunectl verify PROFILE, mltunectl diff A B
+#include "cli.hpp"
+
+#include "mltune/node.hpp"
+
+#include <ostream>
+
+namespace mltune::cli {
+
+namespace {
+
+void verify(Context &ctx, const std::string &name) {
+  const Sysroot root = ctx.root();
+  auto p = ProfileLoader(&root).load(name);
+  if (!p) {
+    return ctx.fail(p.error());
+  }
+  nlohmann::json diffs = nlohmann::json::array();
+  int counted = 0;
+  for (const auto &st : compare(*p, root)) {
+    if (st.state == KnobState::match) {
+      continue;
+    }
+    counted += st.counts() ? 1 : 0;
+    diffs.push_back({{"key", st.knob->key},
+                     {"path", st.knob->path()},
+                     {"expected", st.knob->value},
+                     {"current", st.current},
+                     {"state", to_string(st.state)},
+                     {"optional", st.knob->optional}});
+    if (!ctx.json) {
+      *ctx.out << (st.counts() ? "- " : "  ") << st.knob->key << ": current '" << st.current << "', expected '"
+               << st.knob->value << "'" << (st.state == KnobState::differs ? "" : " (" + std::string(to_string(st.state)) + ")")
+               << (st.knob->optional ? " [optional, ignored]" : "") << "\n";
+    }
+  }
+  ctx.rc = counted == 0 ? k_exit_ok : k_exit_failed;
+  if (ctx.json) {
+    ctx.emit({{"profile", p->name}, {"match", counted == 0}, {"checked", p->knobs.size()}, {"differences", diffs}});
+  } else {
+    *ctx.out << p->name << ": " << (counted == 0 ? "node matches" : "node differs") << " (" << counted << " of "
+             << p->knobs.size() << " knobs differ)\n";
+  }
+}
+
+void diff(Context &ctx, const std::string &a, const std::string &b) {
+  const Sysroot root = ctx.root();
+  const ProfileLoader loader(&root);
+  auto pa = loader.load(a);
+  if (!pa) {
+    return ctx.fail(pa.error());
+  }
+  auto pb = loader.load(b);
+  if (!pb) {
+    return ctx.fail(pb.error());
+  }
+  const auto d = diff_profiles(*pa, *pb);
+  ctx.rc = d.empty() ? k_exit_ok : k_exit_failed;
+  if (ctx.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto &e : d) {
+      arr.push_back({{"key", e.key},
+                     {"a", e.a.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.a)},
+                     {"b", e.b.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.b)}});
+    }
+    ctx.emit({{"a", pa->name}, {"b", pb->name}, {"identical", d.empty()}, {"differences", arr}});
+    return;
+  }
+  for (const auto &e : d) {
+    *ctx.out << e.key << ": " << (e.a.empty() ? "(unset)" : e.a) << " -> " << (e.b.empty() ? "(unset)" : e.b) << "\n";
+  }
+  if (d.empty()) {
+    *ctx.out << pa->name << " and " << pb->name << " set the same values\n";
+  }
+}
+
+} // namespace
+
+void register_verify(CLI::App &app, Context &ctx) {
+  auto name = std::make_shared<std::string>();
+  auto *v = app.add_subcommand("verify", "Exit 0 only when the node matches PROFILE; print the differences");
+  v->add_option("profile", *name, "Profile name or TOML file")->required();
+  v->callback([&ctx, name] { verify(ctx, *name); });
+
+  auto a = std::make_shared<std::string>();
+  auto b = std::make_shared<std::string>();
+  auto *d = app.add_subcommand("diff", "Compare two profiles (exit 1 when they differ)");
+  d->add_option("a", *a, "First profile")->required();
+  d->add_option("b", *b, "Second profile")->required();
+  d->callback([&ctx, a, b] { diff(ctx, *a, *b); });
+}
+
+} // namespace mltune::cli
