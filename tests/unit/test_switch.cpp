@@ -139,13 +139,24 @@ TEST_F(Switch, KernelBackendLoadsChangedProfile) {
   Profile custom = training;
   custom.name = "custom";
   ASSERT_TRUE(switch_kernel(custom, root));
-  EXPECT_EQ(fake.get("/sys/kernel/mltune/profiles/control"), "+custom");
+  EXPECT_EQ(fake.get("/sys/kernel/mltune/profiles/control"), ""); // updated in place
   const std::string list = fake.get("/sys/kernel/mltune/profiles/custom/knobs");
   EXPECT_NE(list.find("/proc/sys/vm/swappiness 1\n"), std::string::npos);
   EXPECT_NE(list.find("?/proc/sys/net/ipv4/tcp_congestion_control bbr\n"), std::string::npos);
   EXPECT_NE(list.find("/sys/kernel/mm/transparent_hugepage/enabled madvise\n"), std::string::npos);
   EXPECT_EQ(fake.get("/sys/kernel/mltune/profiles/custom/state"), "commit");
   EXPECT_EQ(fake.get("/sys/kernel/mltune/profile"), "custom");
+}
+
+TEST_F(Switch, KernelBackendCreatesNewProfile) {
+  fake.add_module();
+  root.inject_write_failure("/sys/kernel/mltune/profiles/fresh/knobs", ENOENT); // fake module makes no dir
+  Profile fresh = training;
+  fresh.name = "fresh";
+  auto rep = switch_kernel(fresh, root);
+  ASSERT_FALSE(rep);
+  EXPECT_EQ(fake.get("/sys/kernel/mltune/profiles/control"), "-fresh"); // created, then cleaned up
+  EXPECT_EQ(fake.get("/sys/kernel/mltune/profile"), "none\n");
 }
 
 TEST_F(Switch, KernelBackendReportsSwitchFailure) {

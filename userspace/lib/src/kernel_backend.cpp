@@ -35,20 +35,18 @@ std::string last_switch(const Sysroot &root) {
 }
 
 // Loads `profile` into the module unless an identical one is loaded already.
+// An existing profile (even the active one) is updated by staging the new
+// knob list and committing it; a new one is created with "+NAME" first.
 Status load_profile(const Profile &profile, const Sysroot &root) {
   const std::string dir = k_dir + "/profiles/" + profile.name;
   const std::string list = kernel_knob_list(profile);
-  if (root.is_dir(dir)) {
+  const bool exists = root.is_dir(dir);
+  if (exists) {
     auto loaded = root.read(dir + "/knobs");
     if (loaded && sorted_lines(*loaded) == sorted_lines(list)) {
       return {};
     }
-    if (auto st = root.write_value(k_control, "-" + profile.name); !st) {
-      return Error{Errc::failed, "module: cannot replace loaded profile '" + profile.name + "': " + st.error().message,
-                   st.error().sys_errno};
-    }
-  }
-  if (auto st = root.write_value(k_control, "+" + profile.name); !st) {
+  } else if (auto st = root.write_value(k_control, "+" + profile.name); !st) {
     return Error{Errc::failed, "module: cannot create profile '" + profile.name + "': " + st.error().message,
                  st.error().sys_errno};
   }
@@ -57,7 +55,9 @@ Status load_profile(const Profile &profile, const Sysroot &root) {
     st = root.write_value(dir + "/state", "commit");
   }
   if (!st) {
-    (void)root.write_value(k_control, "-" + profile.name);
+    if (!exists) {
+      (void)root.write_value(k_control, "-" + profile.name);
+    }
     return Error{Errc::failed, "module: loading profile '" + profile.name + "' failed: " + st.error().message,
                  st.error().sys_errno};
   }

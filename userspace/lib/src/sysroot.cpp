@@ -119,16 +119,21 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
-  ssize_t n = 0;
+  // One write(2) for sysctls; sysfs binary attributes may take less per call.
+  size_t off = 0;
   do {
-    n = ::write(fd.get(), value.data(), value.size());
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    return sys_error(std::string(abs) + ": write", errno);
-  }
-  if (static_cast<size_t>(n) != value.size()) {
-    return failure(std::string(abs) + ": short write");
-  }
+    const ssize_t n = ::write(fd.get(), value.data() + off, value.size() - off);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return sys_error(std::string(abs) + ": write", errno);
+    }
+    if (n == 0 && off < value.size()) {
+      return failure(std::string(abs) + ": short write");
+    }
+    off += static_cast<size_t>(n);
+  } while (off < value.size());
   return {};
 }
 
