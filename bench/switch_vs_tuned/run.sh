@@ -1,0 +1,118 @@
+#!/bin/bash
+# mltunectl switch (direct backend) vs tuned (one-shot, no daemon) vs a Python
+# loop writing the same sysctls; mltunectl audit vs tuned-adm verify.
+# Run as root on the build host. Every knob is captured first and restored on
+# exit (trap), and each timed run starts from the captured values.
+#
+#   bench/switch_vs_tuned/run.sh [REPEATS]      (MLTUNECTL=path to override)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+MLTUNECTL=${MLTUNECTL:-$ROOT/build/userspace/mltunectl}
+REPEATS=${1:-15}
+PROFILE=training
+PY=/usr/bin/python3
+
+[ "$(id -u)" = 0 ] || { echo "run.sh: must run as root" >&2; exit 2; }
+[ -x "$MLTUNECTL" ] || { echo "run.sh: build mltunectl first ($MLTUNECTL)" >&2; exit 2; }
+
+SCRATCH=$(mktemp -d /tmp/mltune-bench.XXXXXX)
+SNAP=$SCRATCH/snapshot
+mkdir -p "$SNAP" "$SCRATCH/profiles/mltune-bench" "$SCRATCH/storage"
+
+# Knobs of the profile that exist on this host: "PATH<TAB>VALUE" lines.
+"$MLTUNECTL" --json profile show "$PROFILE" |
+	jq -r '.knobs[] | [.path, .value] | @tsv' |
+	while IFS=$'\t' read -r path value; do
+		[ -e "$path" ] && printf '%s\t%s\n' "$path" "$value"
+	done >"$SCRATCH/knobs.tsv"
+
+# Capture: one file per knob, the selected word for sysfs choice files.
+snapname() { echo "$SNAP/$(echo "$1" | tr / _)"; }
+while IFS=$'\t' read -r path _; do
+	sed 's/.*\[\(.*\)\].*/\1/' "$path" >"$(snapname "$path")"
+done <"$SCRATCH/knobs.tsv"
+had_state=0
+[ -e /var/lib/mltune/baseline.json ] && { had_state=1; cp /var/lib/mltune/baseline.json "$SCRATCH/state.json"; }
+
+cat >"$SCRATCH/restore.sh" <<EOS
+#!/bin/bash
+while IFS=\$'\t' read -r path _; do
+	f="$SNAP/\$(echo "\$path" | tr / _)"
+	cat "\$f" >"\$path" 2>/dev/null || echo "restore failed: \$path" >&2
+done <"$SCRATCH/knobs.tsv"
+rm -f /var/lib/mltune/baseline.json
+EOS
+chmod +x "$SCRATCH/restore.sh"
+
+cleanup() {
+	"$SCRATCH/restore.sh"
+	if [ "$had_state" = 1 ]; then cp "$SCRATCH/state.json" /var/lib/mltune/baseline.json; fi
+	rmdir /var/lib/mltune 2>/dev/null || true
+	# Verify that every knob is back.
+	local bad=0
+	while IFS=$'\t' read -r path _; do
+		if [ "$(sed 's/.*\[\(.*\)\].*/\1/' "$path" | tr -s ' \t' '  ')" != "$(tr -s ' \t' '  ' <"$(snapname "$path")")" ]; then
+			echo "NOT RESTORED: $path" >&2
+			bad=1
+		fi
+	done <"$SCRATCH/knobs.tsv"
+	[ "$bad" = 0 ] && echo "all $(wc -l <"$SCRATCH/knobs.tsv") knobs restored"
+	rm -rf "$SCRATCH"
+}
+trap cleanup EXIT INT TERM
+
+# The equivalent tuned profile: same sysctls and sysfs values.
+{
+	echo "[main]"
+	echo "summary=mltune $PROFILE equivalent (benchmark)"
+	echo "[sysctl]"
+	while IFS=$'\t' read -r path value; do
+		case $path in /proc/sys/*) k=${path#/proc/sys/}; echo "${k//\//.}=$value" ;; esac
+	done <"$SCRATCH/knobs.tsv"
+	echo "[sysfs]"
+	while IFS=$'\t' read -r path value; do
+		case $path in /sys/*) echo "$path=$value" ;; esac
+	done <"$SCRATCH/knobs.tsv"
+} >"$SCRATCH/profiles/mltune-bench/tuned.conf"
+printf 'daemon = 0\ndynamic_tuning = 0\nreapply_sysctl = 0\n' >"$SCRATCH/tuned-main.conf"
+
+# The Python loop: plain open/write per sysctl, as in the seed material.
+{
+	echo "knobs = ["
+	while IFS=$'\t' read -r path value; do echo "    ('$path', '$value'),"; done <"$SCRATCH/knobs.tsv"
+	echo "]"
+	echo "for path, value in knobs:"
+	echo "    with open(path, 'w') as f:"
+	echo "        f.write(value)"
+} >"$SCRATCH/loop.py"
+
+T() { "$PY" "$HERE/timeit.py" "$REPEATS" "$SCRATCH/restore.sh" -- "$@"; }
+echo "host: $(uname -r), $(nproc) CPUs; $(wc -l <"$SCRATCH/knobs.tsv") knobs of '$PROFILE'; median of $REPEATS runs"
+
+mlt=$(T "$MLTUNECTL" switch --backend direct "$PROFILE")
+"$SCRATCH/restore.sh"
+"$MLTUNECTL" switch --backend direct "$PROFILE" >/dev/null
+"$MLTUNECTL" verify "$PROFILE" >/dev/null || echo "warning: node does not verify after mltunectl switch" >&2
+tnd=$(T "$PY" "$HERE/tuned_oneshot.py" "$SCRATCH" mltune-bench)
+"$SCRATCH/restore.sh"
+"$PY" "$HERE/tuned_oneshot.py" "$SCRATCH" mltune-bench >/dev/null 2>&1
+"$MLTUNECTL" verify "$PROFILE" >/dev/null || echo "note: tuned left the node different from '$PROFILE' (optional knobs?)" >&2
+pyl=$(T "$PY" "$SCRATCH/loop.py")
+aud=$(T "$MLTUNECTL" audit --profile "$PROFILE")
+"$SCRATCH/restore.sh"
+
+tv="not runnable"
+if timeout 20 tuned-adm verify >"$SCRATCH/tv.out" 2>&1; then
+	tv="$(T tuned-adm verify) ms"
+else
+	tv="not runnable: $(head -c 120 "$SCRATCH/tv.out" | tr '\n' ' ')"
+fi
+
+ratio() { "$PY" -c "print(f'{$1/$2:.1f}x')"; }
+printf '%-36s %10s ms\n' "mltunectl switch (direct)" "$mlt"
+printf '%-36s %10s ms   (%s slower than mltunectl)\n' "tuned one-shot (no daemon)" "$tnd" "$(ratio "$tnd" "$mlt")"
+printf '%-36s %10s ms   (%s slower than mltunectl)\n' "python loop (sysctl writes)" "$pyl" "$(ratio "$pyl" "$mlt")"
+printf '%-36s %10s ms   (target < 20 ms)\n' "mltunectl audit" "$aud"
+printf '%-36s %s\n' "tuned-adm verify" "$tv"

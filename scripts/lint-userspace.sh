@@ -1,0 +1,19 @@
+#!/bin/bash
+# clang-format check and clang-tidy-14 over the C++ user space.
+#   scripts/lint-userspace.sh [BUILD_DIR]   (default build/userspace; needs compile_commands.json)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/userspace}
+mapfile -t files < <(git ls-files 'userspace/*.cpp' 'userspace/*.hpp' 'tests/unit/*.cpp' 'tests/unit/*.hpp' 'tests/fuzz/*.cpp')
+fmt=${CLANG_FORMAT:-clang-format}
+"$fmt" --dry-run --Werror "${files[@]}"
+echo "clang-format: clean (${#files[@]} files)"
+[ -f "$build/compile_commands.json" ] || { echo "lint: configure $build first" >&2; exit 2; }
+mapfile -t tus < <(printf '%s\n' "${files[@]}" | grep -E '\.cpp$' | grep -v '^tests/fuzz/')
+run=run-clang-tidy-14
+if command -v "$run" >/dev/null; then
+	"$run" -quiet -p "$build" -j "$(nproc)" "${tus[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1 || { cat "$build/clang-tidy.log"; exit 1; }
+else
+	clang-tidy-14 --quiet -p "$build" "${tus[@]}"
+fi
+echo "clang-tidy-14: clean (${#tus[@]} files)"

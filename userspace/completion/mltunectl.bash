@@ -1,0 +1,57 @@
+# bash completion for mltunectl                              -*- shell-script -*-
+
+_mltunectl_profiles() {
+	local dir=/etc/mltune/profiles i
+	for ((i = 1; i < COMP_CWORD; i++)); do
+		[[ ${COMP_WORDS[i]} == --sysroot ]] && dir=${COMP_WORDS[i + 1]}/etc/mltune/profiles
+	done
+	local names="base training inference"
+	[[ -d $dir ]] && names+=" $(cd "$dir" && ls -- *.toml 2>/dev/null | sed 's/\.toml$//')"
+	echo "$names"
+}
+
+_mltunectl() {
+	local cur prev words cword
+	_init_completion || return
+
+	local globals="--sysroot --json --dry-run -v --verbose --help --version"
+	local commands="profile audit verify diff switch persist"
+	local cmd="" sub="" i
+	for ((i = 1; i < cword; i++)); do
+		case ${words[i]} in
+		--sysroot) ((i++)) ;;
+		-*) ;;
+		*) if [[ -z $cmd ]]; then cmd=${words[i]}; elif [[ -z $sub ]]; then sub=${words[i]}; fi ;;
+		esac
+	done
+
+	case $prev in
+	--sysroot) _filedir -d; return ;;
+	--backend | -b) COMPREPLY=($(compgen -W "auto kernel direct" -- "$cur")); return ;;
+	--profile | -p) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); return ;;
+	esac
+
+	if [[ $cur == -* ]]; then
+		local opts=$globals
+		case $cmd in
+		switch) opts+=" --backend" ;;
+		audit) opts+=" --profile" ;;
+		persist) opts+=" --profile --remove" ;;
+		esac
+		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+		return
+	fi
+
+	case $cmd in
+	"") COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
+	profile)
+		case $sub in
+		"") COMPREPLY=($(compgen -W "list show check" -- "$cur")) ;;
+		show) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); _filedir toml ;;
+		check) _filedir toml ;;
+		esac
+		;;
+	verify | diff) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); _filedir toml ;;
+	switch) COMPREPLY=($(compgen -W "$(_mltunectl_profiles) baseline" -- "$cur")); _filedir toml ;;
+	esac
+} && complete -F _mltunectl mltunectl
