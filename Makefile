@@ -18,7 +18,7 @@ CACHE := $(or $(MLTUNE_CACHE),$(XDG_CACHE_HOME),$(HOME)/.cache)/mltune
 JOBS ?= $(shell nproc)
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
-	asan fuzz vm-check check run lint checkpatch sparse dkms-check bench \
+	asan asan-build fuzz fuzz-build vm-failpaths vm-check check run lint checkpatch sparse dkms-check bench \
 	clean $(addprefix kmod-,$(MATRIX))
 
 all: build
@@ -43,14 +43,18 @@ userspace:
 unit: userspace
 	ctest --test-dir $(BUILD)/userspace --output-on-failure -j $(JOBS)
 
-asan:
+asan-build:
 	cmake -S . -B $(BUILD)/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMLTUNE_SANITIZE=ON >/dev/null
 	cmake --build $(BUILD)/asan -j $(JOBS)
+
+asan: asan-build
 	ctest --test-dir $(BUILD)/asan --output-on-failure -j $(JOBS) -LE fuzz
 
-fuzz:
+fuzz-build:
 	CC=clang-16 CXX=clang++-16 cmake -S . -B $(BUILD)/fuzz -G Ninja -DMLTUNE_FUZZ=ON >/dev/null
 	cmake --build $(BUILD)/fuzz -j $(JOBS)
+
+fuzz: fuzz-build
 	ctest --test-dir $(BUILD)/fuzz --output-on-failure -L fuzz
 
 # ---- kernel module, one build per matrix kernel ---------------------------
@@ -105,6 +109,10 @@ vm-check: build
 
 check: ensure-deps
 	@scripts/check.sh
+
+# Proves the VM bed's failure detection: hang, WARN on load, failing test.
+vm-failpaths: $(KSFT)/lib.mk
+	@tests/vm/failpaths/run
 
 lint: checkpatch sparse
 

@@ -1,0 +1,141 @@
+#!/bin/bash
+# The whole test run behind 'make check' (and so .ci/run):
+#   build (user space, the module for every matrix kernel, the kselftests),
+#   lint (checkpatch --strict, sparse), unit tests (normal, ASan+UBSan,
+#   bounded fuzzing), DKMS build check, then the kselftest suite in a guest
+#   of every matrix kernel.
+# Ends with the line "N passed, N failed, N skipped"; exit 1 if anything
+# failed. Each stage's log is in build/check/.
+#
+#   scripts/check.sh [--vm-only] [--kernels "6.1 6.12 7.2"]
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+LOGS=$ROOT/build/check
+mkdir -p "$LOGS"
+
+vm_only=0
+kernels="6.1 6.12 7.2"
+while [ $# -gt 0 ]; do
+	case $1 in
+	--vm-only) vm_only=1; shift ;;
+	--kernels) kernels=$2; shift 2 ;;
+	*) echo "check.sh: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+
+pass=0 fail=0 skip=0
+failed_items=()
+t0=$(date +%s)
+
+note() { printf '%s\n' "$*"; }
+count() { # count PASSED FAILED SKIPPED
+	pass=$((pass + $1)); fail=$((fail + $2)); skip=$((skip + $3))
+}
+
+# stage NAME CMD...: one checked step; its output goes to build/check/NAME.log
+stage() {
+	local name=$1 s rc; shift
+	s=$(date +%s)
+	"$@" >"$LOGS/$name.log" 2>&1
+	rc=$?
+	if [ $rc = 0 ]; then
+		note "ok   $name ($(( $(date +%s) - s )) s)"
+		count 1 0 0
+	else
+		note "FAIL $name (exit $rc; log: build/check/$name.log)"
+		tail -n 25 "$LOGS/$name.log" | sed 's/^/     | /'
+		count 0 1 0
+		failed_items+=("$name")
+	fi
+	return $rc
+}
+
+# ctest NAME BUILDDIR [ARGS...]: counts every ctest test.
+run_ctest() {
+	local name=$1 dir=$2 log=$LOGS/$1.log total failed skipped; shift 2
+	ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" "$@" >"$log" 2>&1
+	total=$(sed -nE 's/.* tests failed out of ([0-9]+).*/\1/p' "$log" | tail -1)
+	failed=$(sed -nE 's/.* ([0-9]+) tests failed out of.*/\1/p' "$log" | tail -1)
+	skipped=$(grep -cE '\(Skipped\)$|\(Not Run\)$|\(Disabled\)$' "$log")
+	if [ -z "$total" ]; then
+		note "FAIL $name: ctest ran no test (log: build/check/$name.log)"
+		tail -n 15 "$log" | sed 's/^/     | /'
+		count 0 1 0; failed_items+=("$name"); return
+	fi
+	local passed=$((total - failed - skipped))
+	note "$( [ "$failed" = 0 ] && echo "ok  " || echo "FAIL") $name: $passed passed, $failed failed, $skipped skipped"
+	if [ "$failed" != 0 ]; then
+		grep -E '^\s+[0-9]+ - .*\(Failed|Timeout|SEGFAULT|Exception' "$log" | sed 's/^/     | /'
+		failed_items+=("$name")
+	fi
+	count "$passed" "$failed" "$skipped"
+}
+
+# Parse the guest's kselftest KTAP: a harness program's "# Totals:" line
+# counts its test cases; a program without one counts as one test.
+tap_count() { awk -f "$ROOT/scripts/tap-count.awk" "$1"; }
+
+vm_suite() { # vm_suite SERIES
+	local s=$1 log=$LOGS/vm-$1.log rc p f k kver
+	kver=$(scripts/kernels.sh resolve "$s")
+	note "---- kselftests in the $s guest ($kver)"
+	tests/vm/run --kernel "$s" --no-build 2>&1 | tee "$log" | grep -E '^(not )?ok |^# (not )?ok |^vm: |^1\.\.'
+	rc=${PIPESTATUS[0]}
+	read -r p f k < <(tap_count "$log")
+	if [ "$p$f$k" = 000 ]; then
+		note "FAIL kselftests $s: no TAP result in the guest output"; f=1
+	fi
+	case $rc in
+	0) ;;
+	124|125|126) note "FAIL kselftests $s: the guest run failed (exit $rc, see $log)"; f=$((f + 1)) ;;
+	*) [ "$f" = 0 ] && f=1 ;;
+	esac
+	note "TAP totals $s ($kver): $p passed, $f failed, $k skipped"
+	[ "$f" != 0 ] && failed_items+=("kselftests-$s")
+	count "$p" "$f" "$k"
+}
+
+if [ "$vm_only" = 0 ]; then
+	note "---- build"
+	stage build-userspace make -s userspace
+	for s in $kernels; do stage "build-kmod-$s" make -s "kmod-$s"; done
+	stage build-selftests make -s selftests
+
+	note "---- lint"
+	stage checkpatch make -s checkpatch
+	stage sparse make -s sparse
+	[ -x scripts/lint-userspace.sh ] && stage lint-userspace scripts/lint-userspace.sh
+
+	if [ -f CMakeLists.txt ]; then
+		note "---- unit tests"
+		run_ctest unit build/userspace
+		if stage build-asan make -s asan-build; then
+			run_ctest unit-asan build/asan -LE fuzz
+		fi
+		if stage build-fuzz make -s fuzz-build; then
+			run_ctest fuzz build/fuzz -L fuzz
+		fi
+	fi
+	note "---- VM bed failure paths"
+	stage vm-failpaths make -s vm-failpaths
+	if [ -x scripts/dkms-check.sh ]; then
+		note "---- dkms"
+		stage dkms-check scripts/dkms-check.sh
+	fi
+fi
+
+for s in $kernels; do
+	if [ -f "$LOGS/build-kmod-$s.log" ] && [[ " ${failed_items[*]} " == *" build-kmod-$s "* ]]; then
+		note "skip kselftests $s: the module did not build"
+		count 0 0 1
+		continue
+	fi
+	vm_suite "$s"
+done
+
+note "----"
+note "check took $(( $(date +%s) - t0 )) s"
+[ ${#failed_items[@]} -gt 0 ] && note "failed: ${failed_items[*]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]
