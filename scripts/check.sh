@@ -96,6 +96,41 @@ vm_suite() { # vm_suite SERIES
 	count "$p" "$f" "$k"
 }
 
+# Guest integration tests (tests/guest) and host-side VM tests (tests/host-vm).
+guest_suite() { # guest_suite SERIES
+	local s=$1 log=$LOGS/guest-$1.log rc p f k t
+	local names
+	names=$(cd tests/guest && ls *.sh 2>/dev/null | tr '\n' ' ')
+	if [ -n "$names" ]; then
+		note "---- guest integration tests in the $s guest"
+		tests/vm/run --kernel "$s" --no-build --bin /usr/sbin/ethtool \
+			--file tests/guest:/tests/guest \
+			-- sh -c "KSFT_DIR=/tests/guest run-kselftests $names" 2>&1 |
+			sed 's/selftests: mltune: /guest: /' | tee "$log" |
+			grep -E '^(not )?ok |^# (not )?ok |^vm: '
+		rc=${PIPESTATUS[0]}
+		read -r p f k < <(sed 's/ guest: / selftests: /' "$log" | tap_count /dev/stdin)
+		[ "$p$f$k" = 000 ] && f=1
+		case $rc in 0) ;; *) [ "$f" = 0 ] && f=1 ;; esac
+		note "guest totals $s: $p passed, $f failed, $k skipped"
+		[ "$f" != 0 ] && failed_items+=("guest-$s")
+		count "$p" "$f" "$k"
+	fi
+	for t in tests/host-vm/*.sh; do
+		[ -x "$t" ] || continue
+		local n; n=$(basename "$t" .sh)
+		note "---- host-vm $n ($s)"
+		"$t" "$s" >"$LOGS/host-vm-$n-$s.log" 2>&1
+		rc=$?
+		grep -E '^(not )?ok ' "$LOGS/host-vm-$n-$s.log"
+		read -r p f k < <(awk '/^# Totals: /{for(i=1;i<=NF;i++){split($i,kv,":");v[kv[1]]=kv[2]} print v["pass"]+0, v["fail"]+v["error"], v["skip"]+0; found=1} END{if(!found) print "0 0 0"}' "$LOGS/host-vm-$n-$s.log")
+		if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+		[ "$p$f$k" = 000 ] && { [ "$rc" = 0 ] && p=1 || f=1; }
+		[ "$f" != 0 ] && { failed_items+=("host-vm-$n-$s"); tail -n 20 "$LOGS/host-vm-$n-$s.log" | sed 's/^/     | /'; }
+		count "$p" "$f" "$k"
+	done
+}
+
 if [ "$vm_only" = 0 ]; then
 	note "---- build"
 	stage build-userspace make -s userspace
@@ -132,6 +167,7 @@ for s in $kernels; do
 		continue
 	fi
 	vm_suite "$s"
+	guest_suite "$s"
 done
 
 note "----"
