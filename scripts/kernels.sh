@@ -23,6 +23,12 @@ resolve() {
 	var=MLTUNE_KVER_${series//./_}
 	ov=${!var:-}
 	if [ -n "$ov" ]; then echo "$ov"; return; fi
+	# Cached answer, valid while the apt lists are unchanged.
+	local stamp cachef=$CACHE/resolved-$series
+	stamp=$(stat -c %Y /var/lib/apt/lists 2>/dev/null || echo 0)
+	if [ -f "$cachef" ] && [ "$(sed -n 2p "$cachef")" = "$stamp" ]; then
+		sed -n 1p "$cachef"; return
+	fi
 	case $series in
 	6.1)  re='^linux-headers-(6\.1\.0-[0-9]+-amd64)$' ;;
 	6.12) re='^linux-headers-(6\.12\.[0-9]+\+deb12-amd64)$' ;;
@@ -33,7 +39,10 @@ resolve() {
 		sed -nE "s/$re/\1/p" | sort -V -r)
 	local k
 	for k in $cands; do
-		if image_pkgs "$k" >/dev/null 2>&1; then echo "$k"; return; fi
+		if image_pkgs "$k" >/dev/null 2>&1; then
+			mkdir -p "$CACHE" && printf '%s\n%s\n' "$k" "$stamp" >"$cachef"
+			echo "$k"; return
+		fi
 	done
 	die "no Debian kernel of series $series found in the apt lists (run 'make deps' first)"
 }
