@@ -32,7 +32,6 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
-#include <linux/ctype.h>
 #include <linux/dcache.h>
 #include <linux/err.h>
 #include <linux/fs.h>
@@ -100,8 +99,8 @@ struct mltune_knobset {
 /*
  * A profile: /sys/kernel/mltune/profiles/NAME.
  *
- * @node, @dead, @staged, @staged_len, @has_staged and @committed are
- * protected by mltune_lock. The memory lives until the kobject's last
+ * @node, @dead, @has_staged, @staged_bad, @staged, @staged_len and
+ * @committed are protected by mltune_lock. The memory lives until the kobject's last
  * reference goes; sysfs handlers of the directory are drained by kernfs
  * before that, so a handler may always look at @dead under mltune_lock.
  */
@@ -111,6 +110,7 @@ struct mltune_profile {
 	char name[MLTUNE_NAME_MAX];
 	bool dead;			/* unlinked from mltune_profiles */
 	bool has_staged;		/* knobs written since the last commit */
+	bool staged_bad;		/* an append failed: commit refused */
 	char *staged;			/* raw text written to knobs */
 	size_t staged_len;
 	struct mltune_knobset *committed;	/* NULL until the first commit */
@@ -906,7 +906,11 @@ static int mltune_parse_name(const char *buf, size_t count, char *name)
 	for (i = 0; i < count; i++) {
 		char c = buf[i];
 
-		if (!isalnum(c) && (!i || (c != '_' && c != '-')))
+		/* ASCII only: the kernel's isalnum() accepts Latin-1. */
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9');
+
+		if (!alnum && (!i || (c != '_' && c != '-')))
 			return mltune_refuse(-EINVAL, "bad byte 0x%02x in a profile name\n",
 					     (unsigned char)c);
 	}
@@ -986,6 +990,8 @@ static ssize_t knobs_read(struct file *file, struct kobject *kobj,
  * Writing at offset 0 replaces the staged text, at the end of the staged
  * text appends to it (cat of a file longer than a page). Every complete
  * line is validated before anything is stored; commit validates the rest.
+ * A failed append leaves the part already staged uncommittable until the
+ * list is written again from offset 0.
  */
 static ssize_t knobs_write(struct file *file, struct kobject *kobj,
 			   MLTUNE_BIN_ATTR *attr, char *buf, loff_t pos,
@@ -1035,12 +1041,17 @@ static ssize_t knobs_write(struct file *file, struct kobject *kobj,
 	kfree(spans);
 	if (ret < 0) {
 		kvfree(text);
+		/* The earlier part of this list is staged: refuse to commit it. */
+		if (pos)
+			p->staged_bad = true;
 		goto out;
 	}
 	kvfree(p->staged);
 	p->staged = text;
 	p->staged_len = pos + count;
 	p->has_staged = true;
+	if (!pos)
+		p->staged_bad = false;
 	ret = 0;
 out:
 	mutex_unlock(&mltune_lock);
@@ -1094,6 +1105,11 @@ static ssize_t state_store(struct kobject *kobj, struct kobj_attribute *attr,
 	}
 	if (!p->has_staged && p->committed)
 		goto out;
+	if (p->staged_bad) {
+		ret = mltune_refuse(-EINVAL, "knobs of %s: a write failed, write the list again\n",
+				    p->name);
+		goto out;
+	}
 	ret = mltune_build(p->staged ? p->staged : "", p->staged_len, &set);
 	if (ret)
 		goto out;

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Switch storm: 8 writer threads x 2000 switches among 3 profiles while
+ * reader threads read the state files. At every quiescent point (all
+ * writers parked on a barrier) every knob must equal exactly one profile,
+ * the one /sys/kernel/mltune/profile names, and generation must have
+ * counted every switch. MLTUNE_STORM_SWITCHES overrides the per-thread
+ * count.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+
+#include "profile_util.h"
+#include "../kselftest_harness.h"
+
+#define WRITERS		8
+#define READERS		2
+#define ROUNDS		8
+#define NPROF		3
+#define NKNOB		4
+
+static const char *const names[NPROF] = { "storm0", "storm1", "storm2" };
+static const char *const paths[NKNOB] = {
+	"/proc/sys/vm/swappiness",
+	"/proc/sys/vm/dirty_ratio",
+	"/proc/sys/vm/vfs_cache_pressure",
+	"/sys/kernel/mm/transparent_hugepage/defrag",
+};
+static const char *const values[NPROF][NKNOB] = {
+	{ "10", "30", "100", "madvise" },
+	{ "20", "35", "150", "defer" },
+	{ "30", "40", "200", "never" },
+};
+
+static pthread_barrier_t barrier;
+static int per_round;
+static int stop_readers;
+static int errors;
+static long long gen_base;
+static int switches_failed;
+
+static unsigned int rnd(unsigned int *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/* Which profile all knobs equal, -1 if none or a mix. */
+static int which_profile(void)
+{
+	char cur[NKNOB][256];
+	int k, p;
+
+	for (k = 0; k < NKNOB; k++)
+		if (knob_read(paths[k], cur[k], sizeof(cur[k])))
+			return -1;
+	for (p = 0; p < NPROF; p++) {
+		for (k = 0; k < NKNOB; k++)
+			if (strcmp(cur[k], values[p][k]))
+				break;
+		if (k == NKNOB)
+			return p;
+	}
+	for (k = 0; k < NKNOB; k++)
+		ksft_print_msg("%s = %s\n", paths[k], cur[k]);
+	return -1;
+}
+
+static void *writer(void *arg)
+{
+	unsigned int seed = 0x9e3779b9u * (unsigned int)(long)arg + 1;
+	long id = (long)arg;
+	int r, i, p, ret;
+
+	for (r = 0; r < ROUNDS; r++) {
+		for (i = 0; i < per_round; i++) {
+			p = rnd(&seed) % NPROF;
+			ret = switch_to(names[p]);
+			if (ret)
+				__atomic_add_fetch(&switches_failed, 1,
+						   __ATOMIC_RELAXED);
+		}
+		pthread_barrier_wait(&barrier);
+		if (id == 0) {
+			char active[64];
+			long long gen = read_generation();
+			long long want = gen_base +
+				(long long)(r + 1) * per_round * WRITERS;
+
+			p = which_profile();
+			read_active(active, sizeof(active));
+			if (p < 0 || strcmp(active, names[p]) || gen != want) {
+				ksft_print_msg("round %d: knobs match %d, active %s, generation %lld want %lld\n",
+					       r, p, active, gen, want);
+				__atomic_add_fetch(&errors, 1,
+						   __ATOMIC_RELAXED);
+			}
+		}
+		pthread_barrier_wait(&barrier);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	long long last = 0, gen;
+	char buf[4096];
+	int i;
+
+	(void)arg;
+	while (!__atomic_load_n(&stop_readers, __ATOMIC_RELAXED)) {
+		gen = read_generation();
+		if (gen < last)
+			__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+		last = gen;
+		read_active(buf, sizeof(buf));
+		for (i = 0; i < NPROF; i++)
+			if (!strcmp(buf, names[i]))
+				break;
+		if (i == NPROF && strcmp(buf, "baseline") &&
+		    strcmp(buf, "none") && strcmp(buf, "training") &&
+		    strcmp(buf, "inference")) {
+			ksft_print_msg("reader saw profile '%s'\n", buf);
+			__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+		}
+		if (mltune_read_file(LAST_FILE, buf, sizeof(buf)) <= 0)
+			__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+TEST(storm)
+{
+	pthread_t w[WRITERS], rd[READERS];
+	char text[1024];
+	const char *env = getenv("MLTUNE_STORM_SWITCHES");
+	int total = env ? atoi(env) : 2000;
+	double t0;
+	long i;
+	int p, k;
+	size_t n;
+
+	per_round = total / ROUNDS > 0 ? total / ROUNDS : 1;
+	for (p = 0; p < NPROF; p++) {
+		n = 0;
+		for (k = 0; k < NKNOB; k++)
+			n += snprintf(text + n, sizeof(text) - n, "%s %s\n",
+				      paths[k], values[p][k]);
+		ASSERT_EQ(0, define_profile(names[p], text));
+	}
+	gen_base = read_generation();
+	ASSERT_LE(0, gen_base);
+	ASSERT_EQ(0, pthread_barrier_init(&barrier, NULL, WRITERS));
+	t0 = now_s();
+	for (i = 0; i < READERS; i++)
+		ASSERT_EQ(0, pthread_create(&rd[i], NULL, reader, NULL));
+	for (i = 0; i < WRITERS; i++)
+		ASSERT_EQ(0, pthread_create(&w[i], NULL, writer, (void *)i));
+	for (i = 0; i < WRITERS; i++)
+		pthread_join(w[i], NULL);
+	__atomic_store_n(&stop_readers, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < READERS; i++)
+		pthread_join(rd[i], NULL);
+	ksft_print_msg("%d writers x %d switches in %.1f s\n", WRITERS,
+		       per_round * ROUNDS, now_s() - t0);
+	EXPECT_EQ(0, switches_failed);
+	EXPECT_EQ(0, errors);
+	pthread_barrier_destroy(&barrier);
+	EXPECT_EQ(0, switch_to("baseline"));
+	for (p = 0; p < NPROF; p++)
+		EXPECT_EQ(0, remove_profile(names[p]));
+}
+
+int main(int argc, char **argv)
+{
+	mltune_require_module();
+	return test_harness_run(argc, argv);
+}

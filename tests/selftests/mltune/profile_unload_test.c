@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unloading restores the baseline (unless keep_on_unload=1), and 100
+ * load/switch/unload cycles leak nothing measurable: Slab in /proc/meminfo
+ * grows by less than SLAB_TOLERANCE_KB. Needs the module file in
+ * $MLTUNE_KO (the VM test bed sets it); leaves the module loaded.
+ */
+#define _GNU_SOURCE
+#include <sys/syscall.h>
+
+#include "profile_util.h"
+#include "../kselftest_harness.h"
+
+#define CYCLES			100
+#define WARMUP			5
+/* 100 cycles: a leak of one 1 KiB object per cycle shows. */
+#define SLAB_TOLERANCE_KB	96
+
+static struct knob orig[2 * MAX_TEST_KNOBS], want[MAX_TEST_KNOBS];
+static int norig;
+
+static int load(const char *params)
+{
+	const char *ko = getenv("MLTUNE_KO");
+	int fd, ret = 0;
+
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, params, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int unload(void)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (!syscall(SYS_delete_module, "mltune", O_NONBLOCK))
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		usleep(10000);
+	}
+	return -EBUSY;
+}
+
+static long slab_kb(void)
+{
+	char *mi, *s;
+	long kb = -1;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		sync();
+		mltune_write_file("/proc/sys/vm/drop_caches", "3");
+	}
+	mi = slurp("/proc/meminfo");
+	s = mi ? strstr(mi, "\nSlab:") : NULL;
+	if (s)
+		kb = strtol(s + 6, NULL, 10);
+	free(mi);
+	return kb;
+}
+
+/* Current values of every knob of both built-in profiles, in orig[]. */
+static int record_orig(void)
+{
+	static const char *const p[] = { "training", "inference" };
+	char buf[KNOB_VALUE_MAX + 2];
+	int i, j, n, nr = 0;
+
+	for (i = 0; i < 2; i++) {
+		n = profile_knobs(p[i], want, MAX_TEST_KNOBS);
+		if (n < 0)
+			return n;
+		for (j = 0; j < n; j++) {
+			int k;
+
+			for (k = 0; k < nr; k++)
+				if (!strcmp(orig[k].path, want[j].path))
+					break;
+			if (k < nr || knob_read(want[j].path, buf, sizeof(buf)))
+				continue;
+			orig[nr] = want[j];
+			strcpy(orig[nr].value, buf);
+			orig[nr].optional = false;
+			nr++;
+		}
+	}
+	return nr;
+}
+
+static int required_only(struct knob *k, int nr)
+{
+	int i, o = 0;
+
+	for (i = 0; i < nr; i++)
+		if (!k[i].optional)
+			k[o++] = k[i];
+	return o;
+}
+
+static void restore_by_hand(void)
+{
+	char line[KNOB_VALUE_MAX + 2];
+	int i;
+
+	for (i = 0; i < norig; i++) {
+		snprintf(line, sizeof(line), "%s\n", orig[i].value);
+		mltune_write_file(orig[i].path, line);
+	}
+}
+
+TEST(unload_restores_baseline)
+{
+	int nr;
+
+	ASSERT_EQ(0, switch_to("baseline"));
+	norig = record_orig();
+	ASSERT_LT(10, norig);
+
+	ASSERT_EQ(0, switch_to("training"));
+	nr = profile_knobs("training", want, MAX_TEST_KNOBS);
+	ASSERT_LT(10, nr);
+	ASSERT_EQ(0, unload());
+	ASSERT_NE(0, access(MLTUNE_SYSFS, F_OK));
+	EXPECT_EQ(0, count_mismatches(orig, norig, true));
+
+	/* keep_on_unload=1: the profile stays in effect. */
+	ASSERT_EQ(0, load("keep_on_unload=1"));
+	ASSERT_EQ(0, switch_to("inference"));
+	ASSERT_EQ(0, switch_to("training"));
+	ASSERT_EQ(0, unload());
+	/* The optional knob may be skipped: compare the required ones. */
+	EXPECT_EQ(0, count_mismatches(want, required_only(want, nr), true));
+	/* Put the original values back by hand, then reload. */
+	restore_by_hand();
+	EXPECT_EQ(0, count_mismatches(orig, norig, true));
+	ASSERT_EQ(0, load(""));
+}
+
+TEST(load_unload_cycles_leak_nothing)
+{
+	long before = 0, after;
+	double t0 = now_s();
+	int i, err = 0;
+
+	ASSERT_EQ(0, switch_to("baseline"));
+	norig = record_orig();
+	ASSERT_LT(10, norig);
+
+	for (i = 0; i < WARMUP + CYCLES; i++) {
+		if (i == WARMUP) {
+			ASSERT_EQ(0, unload());
+			before = slab_kb();
+			ASSERT_EQ(0, load(""));
+		}
+		err |= switch_to("training");
+		err |= switch_to("inference");
+		err |= mltune_write_file(CONTROL_FILE, "+cycle");
+		ASSERT_EQ(0, unload()) TH_LOG("cycle %d", i);
+		ASSERT_EQ(0, load("")) TH_LOG("cycle %d", i);
+	}
+	ASSERT_EQ(0, unload());
+	after = slab_kb();
+	ASSERT_EQ(0, load(""));
+	EXPECT_EQ(0, err);
+	ksft_print_msg("%d cycles in %.1f s; Slab %ld kB -> %ld kB (tolerance %d kB)\n",
+		       CYCLES, now_s() - t0, before, after, SLAB_TOLERANCE_KB);
+	EXPECT_LT(after - before, SLAB_TOLERANCE_KB);
+	EXPECT_EQ(0, count_mismatches(orig, norig, true));
+}
+
+int main(int argc, char **argv)
+{
+	const char *ko = getenv("MLTUNE_KO");
+
+	mltune_require_module();
+	if (!ko || access(ko, R_OK))
+		ksft_exit_skip("MLTUNE_KO (the module file) not set or missing\n");
+	return test_harness_run(argc, argv);
+}
