@@ -10,6 +10,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
+#include <linux/mm.h>	/* thp_get_unmapped_area */
 #include <linux/init.h>
 #include <linux/kobject.h>
 #include <linux/miscdevice.h>
@@ -18,6 +19,7 @@
 
 #include "mltune.h"
 #include "mltune_compat.h"
+#include "mltune_hugepool.h"
 #include "mltune_profile.h"
 
 struct kobject *mltune_kobj;
@@ -48,6 +50,10 @@ static int mltune_dev_open(struct inode *inode, struct file *file)
 static const struct file_operations mltune_fops = {
 	.owner = THIS_MODULE,
 	.open = mltune_dev_open,
+	.mmap = mltune_hugepool_mmap,
+	.get_unmapped_area = thp_get_unmapped_area,
+	.unlocked_ioctl = mltune_hugepool_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
 };
 
 struct miscdevice mltune_miscdev = {
@@ -69,9 +75,13 @@ static int __init mltune_init(void)
 	if (ret)
 		goto err_kobj;
 
-	ret = misc_register(&mltune_miscdev);
+	ret = mltune_hugepool_init();
 	if (ret)
 		goto err_group;
+
+	ret = misc_register(&mltune_miscdev);
+	if (ret)
+		goto err_hugepool;
 
 	ret = mltune_profile_init();
 	if (ret)
@@ -83,6 +93,8 @@ static int __init mltune_init(void)
 
 err_misc:
 	misc_deregister(&mltune_miscdev);
+err_hugepool:
+	mltune_hugepool_exit();
 err_group:
 	sysfs_remove_group(mltune_kobj, &mltune_root_group);
 err_kobj:
@@ -94,6 +106,7 @@ static void __exit mltune_exit(void)
 {
 	mltune_profile_exit();
 	misc_deregister(&mltune_miscdev);
+	mltune_hugepool_exit();
 	sysfs_remove_group(mltune_kobj, &mltune_root_group);
 	kobject_put(mltune_kobj);
 }

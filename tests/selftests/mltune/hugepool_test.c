@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Huge-page pool: reservation through sysfs, buffers mapped from
+ * /dev/mltune, NUMA placement, data integrity across 2 MiB boundaries,
+ * pinnability (io_uring fixed buffers, O_DIRECT), errors, fork, and
+ * 100 map/unmap cycles that must leak nothing.
+ * See Documentation/hugepool.rst.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <linux/io_uring.h>
+#include <linux/loop.h>
+#include <linux/mltune.h>
+
+#include "mltune_test.h"
+#include "../kselftest_harness.h"
+
+#define HP_SYSFS	MLTUNE_SYSFS "/hugepool"
+#define DEV		"/dev/mltune"
+#define MB		(1UL << 20)
+#define HP		MLTUNE_HUGEPOOL_PAGE_SIZE
+/* Per-node reservation for the tests: small enough for a 768 MiB node. */
+#define TEST_PAGES	32UL
+
+static long hp_read(const char *rel)
+{
+	char path[256], buf[64];
+
+	snprintf(path, sizeof(path), HP_SYSFS "/%s", rel);
+	if (mltune_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+static long node_read(int node, const char *file)
+{
+	char rel[64];
+
+	snprintf(rel, sizeof(rel), "node%d/%s", node, file);
+	return hp_read(rel);
+}
+
+static int node_reserve(int node, const char *val)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), HP_SYSFS "/node%d/reserved", node);
+	return mltune_write_file(path, val);
+}
+
+static int have_node(int node)
+{
+	return node_read(node, "reserved") >= 0;
+}
+
+/* mmap a pool buffer at a 2 MiB-aligned address (PMD-mappable). */
+static void *pool_map(int fd, int node, size_t len, int flags)
+{
+	size_t span = len + HP;
+	char *area, *p;
+
+	area = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (area == MAP_FAILED)
+		return MAP_FAILED;
+	p = (char *)(((uintptr_t)area + HP - 1) & ~(uintptr_t)(HP - 1));
+	munmap(area, span);
+	return mmap(p, len, PROT_READ | PROT_WRITE, flags | MAP_FIXED_NOREPLACE,
+		    fd, MLTUNE_HUGEPOOL_MMAP_OFFSET(node));
+}
+
+static int page_node(void *addr)
+{
+	void *pages[1] = { addr };
+	int status[1] = { -1 };
+
+	if (syscall(SYS_move_pages, 0, 1UL, pages, NULL, status, 0))
+		return -errno;
+	return status[0];
+}
+
+static int mapped_in_maps(void)
+{
+	char line[512];
+	int found = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, DEV))
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+FIXTURE(pool) {
+	int fd;
+	long saved[2];
+};
+
+FIXTURE_SETUP(pool)
+{
+	char val[32];
+	int n;
+
+	self->fd = -1;
+	self->saved[0] = self->saved[1] = -1;
+	if (access(HP_SYSFS, F_OK))
+		SKIP(return, "no %s", HP_SYSFS);
+	snprintf(val, sizeof(val), "%lu", TEST_PAGES);
+	for (n = 0; n < 2; n++) {
+		if (!have_node(n))
+			continue;
+		self->saved[n] = node_read(n, "reserved");
+		ASSERT_EQ(0, node_reserve(n, val)) TH_LOG("reserve node%d", n);
+		ASSERT_EQ((long)TEST_PAGES, node_read(n, "free"))
+			TH_LOG("node%d: pages still mapped from an earlier test", n);
+	}
+	self->fd = open(DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s", DEV, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(pool)
+{
+	char val[32];
+	int n;
+
+	if (self->fd >= 0)
+		close(self->fd);
+	for (n = 0; n < 2; n++) {
+		if (self->saved[n] < 0)
+			continue;
+		EXPECT_EQ((long)TEST_PAGES, node_read(n, "free"));
+		snprintf(val, sizeof(val), "%ld", self->saved[n]);
+		EXPECT_EQ(0, node_reserve(n, val));
+	}
+}
+
+TEST_F(pool, reserve_both_nodes)
+{
+	struct mltune_hugepool_info info = { 0 };
+	int n;
+
+	if (!have_node(1))
+		SKIP(return, "guest has a single NUMA node");
+	for (n = 0; n < 2; n++) {
+		EXPECT_EQ((long)TEST_PAGES, node_read(n, "reserved"));
+		EXPECT_EQ(0, node_read(n, "mapped"));
+		/* Sizes: page counts or K/M/G byte sizes (2 MiB multiples). */
+		EXPECT_EQ(0, node_reserve(n, "16M"));
+		EXPECT_EQ(8, node_read(n, "reserved"));
+		EXPECT_EQ(0, node_reserve(n, "4096K\n"));
+		EXPECT_EQ(2, node_read(n, "reserved"));
+		EXPECT_EQ(0, node_reserve(n, "12"));
+		EXPECT_EQ(12, node_read(n, "reserved"));
+		EXPECT_EQ(-EINVAL, node_reserve(n, "3M"));
+		EXPECT_EQ(-EINVAL, node_reserve(n, "many"));
+		EXPECT_EQ(-EINVAL, node_reserve(n, "-1"));
+		EXPECT_EQ(-EINVAL, node_reserve(n, "\n"));
+		EXPECT_EQ(12, node_read(n, "reserved"));
+		EXPECT_EQ(0, node_reserve(n, "64M"));
+		EXPECT_EQ((long)TEST_PAGES, node_read(n, "free"));
+
+		info.node = n;
+		ASSERT_EQ(0, ioctl(self->fd, MLTUNE_IOC_HUGEPOOL_INFO, &info));
+		EXPECT_EQ(HP, info.page_size);
+		EXPECT_EQ(TEST_PAGES, info.reserved);
+		EXPECT_EQ(TEST_PAGES, info.free);
+		EXPECT_EQ(0ULL, info.mapped);
+		EXPECT_EQ(MLTUNE_HUGEPOOL_MMAP_OFFSET(n), info.mmap_offset);
+	}
+	EXPECT_EQ((long)HP, hp_read("page_size"));
+}
+
+TEST_F(pool, reservation_beyond_memory_reports_what_it_got)
+{
+	long got;
+
+	/* 1 GiB cannot fit a 768 MiB node: ENOMEM, and the rest is kept. */
+	EXPECT_EQ(-ENOMEM, node_reserve(0, "1G"));
+	got = node_read(0, "reserved");
+	EXPECT_GT(got, (long)TEST_PAGES);
+	EXPECT_LT(got, 512);
+	ksft_print_msg("node0 reserved %ld of 512 pages asked for\n", got);
+	EXPECT_EQ(0, node_reserve(0, "64M"));
+}
+
+TEST_F(pool, buffer_is_on_its_node)
+{
+	size_t len = 4 * HP, off;
+	char *p;
+	int n;
+
+	for (n = 0; n < 2; n++) {
+		if (!have_node(n))
+			continue;
+		p = pool_map(self->fd, n, len, MAP_SHARED);
+		ASSERT_NE(MAP_FAILED, p) TH_LOG("node%d: %s", n, strerror(errno));
+		EXPECT_EQ((long)(TEST_PAGES - 4), node_read(n, "free"));
+		EXPECT_EQ(4, node_read(n, "mapped"));
+		for (off = 0; off < len; off += 256 * 1024) {
+			p[off] = 1;
+			ASSERT_EQ(n, page_node(p + off)) {
+				TH_LOG("offset %zu of a node%d buffer", off, n);
+			}
+		}
+		ASSERT_EQ(0, munmap(p, len));
+		EXPECT_EQ((long)TEST_PAGES, node_read(n, "free"));
+	}
+}
+
+TEST_F(pool, pattern_across_2m_boundaries_and_zeroed_reuse)
+{
+	size_t len = 6 * HP, i, n = len / sizeof(uint64_t);
+	char *c, save[8192];
+	uint64_t *p;
+
+	p = pool_map(self->fd, 0, len, MAP_SHARED | MAP_POPULATE);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0ULL, p[i]) TH_LOG("fresh buffer not zeroed at %zu", i);
+	}
+	for (i = 0; i < n; i++)
+		p[i] = i * 0x9e3779b97f4a7c15ULL;
+	/* Copies that straddle every 2 MiB boundary, out and back. */
+	c = (char *)p;
+	for (i = 1; i < 6; i++) {
+		memcpy(save, c + i * HP - 4093, sizeof(save));
+		memset(c + i * HP - 4093, 0xee, sizeof(save));
+		memcpy(c + i * HP - 4093, save, sizeof(save));
+	}
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(i * 0x9e3779b97f4a7c15ULL, p[i]) TH_LOG("word %zu", i);
+	}
+	/* Pages survive MADV_DONTNEED: it only drops the page tables. */
+	ASSERT_EQ(0, madvise(c + HP - 8192, 3 * 4096, MADV_DONTNEED));
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(i * 0x9e3779b97f4a7c15ULL, p[i]) TH_LOG("word %zu", i);
+	}
+	ASSERT_EQ(0, munmap(p, len));
+
+	/* The same pages come back zeroed: no data leaks between users. */
+	p = pool_map(self->fd, 0, (size_t)TEST_PAGES * HP, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, p);
+	for (i = 0; i < TEST_PAGES * HP / sizeof(*p); i += 509) {
+		ASSERT_EQ(0ULL, p[i]) TH_LOG("reused page not zeroed, word %zu", i);
+	}
+	ASSERT_EQ(0, munmap(p, (size_t)TEST_PAGES * HP));
+}
+
+TEST_F(pool, mapping_size_counters)
+{
+	long pmd0 = hp_read("pmd_mappings"), pte0 = hp_read("pte_mappings");
+	long pmd, pte;
+	char *p;
+
+	ASSERT_LE(0, pmd0);
+	p = pool_map(self->fd, 0, 2 * HP, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 1;
+	p[HP + 4096] = 1;
+	pmd = hp_read("pmd_mappings") - pmd0;
+	pte = hp_read("pte_mappings") - pte0;
+	ksft_print_msg("pmd_capable=%ld: 2 MiB entries %ld, 4 KiB entries %ld\n",
+		       hp_read("pmd_capable"), pmd, pte);
+	/* Each 2 MiB page is mapped whole, by one PMD or by 512 PTEs. */
+	EXPECT_EQ(2 * 512, pmd * 512 + pte);
+	if (hp_read("pmd_capable") != 1)
+		EXPECT_EQ(0, pmd);
+	ASSERT_EQ(0, munmap(p, 2 * HP));
+}
+
+TEST_F(pool, errors)
+{
+	struct mltune_hugepool_info info = { 0 };
+	long free0 = node_read(0, "free");
+	struct termios t;
+	int maps0 = mapped_in_maps();
+	void *p;
+
+	/* More than is free: ENOMEM, nothing mapped, nothing taken. */
+	p = mmap(NULL, (TEST_PAGES + 1) * HP, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, self->fd, MLTUNE_HUGEPOOL_MMAP_OFFSET(0));
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(ENOMEM, errno);
+	EXPECT_EQ(free0, node_read(0, "free"));
+	EXPECT_EQ(maps0, mapped_in_maps());
+
+	/* Bad node, unaligned or zero length, bad offset, MAP_PRIVATE. */
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, HP, PROT_READ, MAP_SHARED, self->fd,
+				   MLTUNE_HUGEPOOL_MMAP_OFFSET(1000)));
+	EXPECT_EQ(EINVAL, errno);
+	if (!have_node(2)) {
+		errno = 0;
+		EXPECT_EQ(MAP_FAILED, mmap(NULL, HP, PROT_READ, MAP_SHARED,
+					   self->fd,
+					   MLTUNE_HUGEPOOL_MMAP_OFFSET(2)));
+		EXPECT_EQ(EINVAL, errno);
+	}
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd,
+				   MLTUNE_HUGEPOOL_MMAP_OFFSET(0)));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, HP + 4096, PROT_READ, MAP_SHARED,
+				   self->fd, MLTUNE_HUGEPOOL_MMAP_OFFSET(0)));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 0, PROT_READ, MAP_SHARED, self->fd,
+				   MLTUNE_HUGEPOOL_MMAP_OFFSET(0)));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, HP, PROT_READ, MAP_SHARED, self->fd,
+				   MLTUNE_HUGEPOOL_MMAP_OFFSET(0) + HP));
+	EXPECT_EQ(EINVAL, errno);
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, HP, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE, self->fd,
+				   MLTUNE_HUGEPOOL_MMAP_OFFSET(0)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(free0, node_read(0, "free"));
+	EXPECT_EQ(maps0, mapped_in_maps());
+
+	/* ioctl: unknown numbers of ours EINVAL, foreign ones ENOTTY. */
+	EXPECT_EQ(-1, ioctl(self->fd, _IO(MLTUNE_IOC_MAGIC, 0x7f)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, _IOWR(MLTUNE_IOC_MAGIC, 0x01, int), &info));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, TCGETS, &t));
+	EXPECT_EQ(ENOTTY, errno);
+	info.node = 1000;
+	EXPECT_EQ(-1, ioctl(self->fd, MLTUNE_IOC_HUGEPOOL_INFO, &info));
+	EXPECT_EQ(EINVAL, errno);
+	info.node = 0;
+	info.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, MLTUNE_IOC_HUGEPOOL_INFO, &info));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, MLTUNE_IOC_HUGEPOOL_INFO, NULL));
+	EXPECT_EQ(EFAULT, errno);
+}
+
+TEST_F(pool, shrink_keeps_mapped_pages)
+{
+	char *p = pool_map(self->fd, 0, 4 * HP, MAP_SHARED);
+
+	ASSERT_NE(MAP_FAILED, p);
+	/* Only free pages can go: 4 stay, EBUSY says the target was missed. */
+	EXPECT_EQ(-EBUSY, node_reserve(0, "0"));
+	EXPECT_EQ(4, node_read(0, "reserved"));
+	EXPECT_EQ(0, node_read(0, "free"));
+	ASSERT_EQ(0, munmap(p, 4 * HP));
+	EXPECT_EQ(4, node_read(0, "free"));
+	EXPECT_EQ(0, node_reserve(0, "64M"));
+}
+
+TEST_F(pool, fork_does_not_inherit)
+{
+	int status;
+	pid_t pid;
+	char *p = pool_map(self->fd, 0, HP, MAP_SHARED);
+
+	ASSERT_NE(MAP_FAILED, p);
+	p[0] = 42;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		signal(SIGSEGV, SIG_DFL);
+		_exit(*(volatile char *)p == 42 ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV)
+		TH_LOG("child status %#x: mapping was inherited", status);
+	EXPECT_EQ(42, p[0]);
+	ASSERT_EQ(0, munmap(p, HP));
+}
+
+TEST_F(pool, split_and_move_keep_buffer_alive)
+{
+	char *p = pool_map(self->fd, 0, 4 * HP, MAP_SHARED), *q;
+
+	ASSERT_NE(MAP_FAILED, p);
+	memset(p, 0x5a, 4 * HP);
+	/* Punch out the middle: the remaining parts keep the buffer. */
+	ASSERT_EQ(0, munmap(p + HP + 4096, HP));
+	EXPECT_EQ(4, node_read(0, "mapped"));
+	q = mremap(p + 3 * HP, HP, HP, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   p + HP + 4096);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_EQ(0x5a, q[HP - 1]);
+	EXPECT_EQ(0x5a, p[2 * HP + 4096]);
+	/* Growing is refused (VM_DONTEXPAND). */
+	EXPECT_EQ(MAP_FAILED, mremap(p, HP + 4096, 2 * HP, 0));
+	ASSERT_EQ(0, munmap(p, HP + 4096));
+	EXPECT_EQ(4, node_read(0, "mapped"));
+	ASSERT_EQ(0, munmap(p, 4 * HP));
+	EXPECT_EQ(0, node_read(0, "mapped"));
+}
+
+/*
+ * A pipe holding a page reference past munmap: the page leaves the pool.
+ * Returns the first byte read back through the pipe, or -1.
+ */
+static int __attribute__((noinline)) splice_then_unmap(int fd, long *orphaned)
+{
+	char *p = pool_map(fd, 0, 2 * HP, MAP_SHARED);
+	struct iovec iov;
+	char buf[4096];
+	int pfd[2], ret = -1;
+
+	if (p == MAP_FAILED || pipe(pfd))
+		return -1;
+	memset(p, 0x77, 2 * HP);
+	iov.iov_base = p + HP;
+	iov.iov_len = 4096;
+	if (vmsplice(pfd[1], &iov, 1, 0) != 4096)
+		goto out;
+	munmap(p, 2 * HP);
+	p = MAP_FAILED;
+	*orphaned = hp_read("orphaned");
+	if (read(pfd[0], buf, sizeof(buf)) == 4096 && buf[4095] == 0x77)
+		ret = buf[0];
+out:
+	if (p != MAP_FAILED)
+		munmap(p, 2 * HP);
+	close(pfd[0]);
+	close(pfd[1]);
+	return ret;
+}
+
+TEST_F(pool, referenced_after_unmap_is_not_reused)
+{
+	long orphaned0 = hp_read("orphaned"), orphaned = -1;
+
+	EXPECT_EQ(0x77, splice_then_unmap(self->fd, &orphaned));
+	EXPECT_EQ(orphaned0 + 1, orphaned);
+	EXPECT_EQ((long)TEST_PAGES - 1, node_read(0, "reserved"));
+	EXPECT_EQ((long)TEST_PAGES - 1, node_read(0, "free"));
+	EXPECT_EQ(0, node_reserve(0, "64M"));
+}
+
+static int ramfs_file_refused(struct __test_metadata *_metadata, int ring)
+{
+	const char *dir = "/tmp/mltune-ramfs";
+	struct iovec iov;
+	int fd, ret, err;
+	void *p;
+
+	mkdir(dir, 0700);
+	if (mount("none", dir, "ramfs", 0, NULL))
+		return 0;
+	fd = open("/tmp/mltune-ramfs/f", O_RDWR | O_CREAT, 0600);
+	ret = fd >= 0 ? ftruncate(fd, 4096) : -1;
+	p = ret ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				   MAP_SHARED, fd, 0);
+	err = 0;
+	if (p != MAP_FAILED) {
+		iov.iov_base = p;
+		iov.iov_len = 4096;
+		if (syscall(__NR_io_uring_register, ring,
+			    IORING_REGISTER_BUFFERS, &iov, 1))
+			err = errno;
+		else
+			syscall(__NR_io_uring_register, ring,
+				IORING_UNREGISTER_BUFFERS, NULL, 0);
+		munmap(p, 4096);
+	}
+	if (fd >= 0)
+		close(fd);
+	umount(dir);
+	rmdir(dir);
+	return err == EOPNOTSUPP;
+}
+
+TEST_F(pool, io_uring_fixed_buffers)
+{
+	struct io_uring_params params = { 0 };
+	long orphaned0 = hp_read("orphaned");
+	size_t len = 4 * HP;
+	struct iovec iov;
+	int ring, ret;
+	char *p;
+
+	p = pool_map(self->fd, have_node(1) ? 1 : 0, len, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, p);
+	ring = syscall(__NR_io_uring_setup, 4, &params);
+	if (ring < 0) {
+		munmap(p, len);
+		SKIP(return, "io_uring_setup: %s", strerror(errno));
+	}
+	iov.iov_base = p;
+	iov.iov_len = len;
+	ret = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
+		      &iov, 1);
+	if (ret && errno == EOPNOTSUPP && ramfs_file_refused(_metadata, ring)) {
+		close(ring);
+		munmap(p, len);
+		/* io_uring before 6.5 takes only anon, shmem and hugetlbfs. */
+		SKIP(return, "this kernel's io_uring refuses every non-shmem file mapping");
+	}
+	ASSERT_EQ(0, ret) TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
+	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring,
+			     IORING_UNREGISTER_BUFFERS, NULL, 0));
+	close(ring);
+	ASSERT_EQ(0, munmap(p, len));
+	EXPECT_EQ(orphaned0, hp_read("orphaned"));
+}
+
+/* O_DIRECT from a loop device over a tmpfs file, into a pool buffer. */
+TEST_F(pool, o_direct_read_target)
+{
+	size_t len = 3 * HP, i;
+	char dev[32], *p, *src;
+	int ctl, nr, back, bdev;
+
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0)
+		SKIP(return, "no /dev/loop-control (loop module not loaded)");
+	nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+	ASSERT_LE(0, nr);
+	snprintf(dev, sizeof(dev), "/dev/loop%d", nr);
+	back = open("/tmp/mltune-hugepool.img", O_RDWR | O_CREAT | O_TRUNC,
+		    0600);
+	ASSERT_LE(0, back);
+	src = malloc(len);
+	ASSERT_NE(NULL, src);
+	for (i = 0; i < len; i++)
+		src[i] = (char)(i * 7 + i / 4096);
+	ASSERT_EQ((ssize_t)len, write(back, src, len));
+	bdev = open(dev, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, bdev) TH_LOG("open %s: %s", dev, strerror(errno));
+	ASSERT_EQ(0, ioctl(bdev, LOOP_SET_FD, back));
+	close(bdev);
+	bdev = open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, bdev);
+
+	p = pool_map(self->fd, 0, len + HP, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, p);
+	/* Target straddles two 2 MiB boundaries, 4 KiB aligned. */
+	EXPECT_EQ((ssize_t)len, pread(bdev, p + HP - 8192, len, 0))
+		TH_LOG("O_DIRECT pread: %s", strerror(errno));
+	EXPECT_EQ(0, memcmp(p + HP - 8192, src, len));
+	ASSERT_EQ(0, munmap(p, len + HP));
+
+	close(bdev);
+	bdev = open(dev, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, bdev);
+	EXPECT_EQ(0, ioctl(bdev, LOOP_CLR_FD, 0));
+	close(bdev);
+	close(back);
+	close(ctl);
+	unlink("/tmp/mltune-hugepool.img");
+	free(src);
+	EXPECT_EQ((long)TEST_PAGES, node_read(0, "free"));
+}
+
+TEST_F(pool, hundred_cycles_leak_nothing)
+{
+	long orphaned0 = hp_read("orphaned");
+	int i, n, fd;
+	char *p;
+
+	for (i = 0; i < 100; i++) {
+		n = have_node(1) ? i & 1 : 0;
+		fd = open(DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		p = pool_map(fd, n, 2 * HP, MAP_SHARED);
+		ASSERT_NE(MAP_FAILED, p) TH_LOG("cycle %d: %s", i, strerror(errno));
+		/* Close first: the mapping alone keeps the buffer. */
+		close(fd);
+		p[i * 4096] = (char)i;
+		p[HP + i] = (char)i;
+		if (i % 3 == 0)
+			ASSERT_EQ(0, munmap(p + HP, 4096));
+		ASSERT_EQ(0, munmap(p, 2 * HP));
+		ASSERT_EQ((long)TEST_PAGES, node_read(n, "free"))
+			TH_LOG("cycle %d", i);
+	}
+	EXPECT_EQ(orphaned0, hp_read("orphaned"));
+	EXPECT_EQ(0, mapped_in_maps());
+}
+
+int main(int argc, char **argv)
+{
+	mltune_require_module();
+	return test_harness_run(argc, argv);
+}

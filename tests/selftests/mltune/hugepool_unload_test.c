@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Huge-page pool lifetime against module unload: a mapped buffer (even with
+ * /dev/mltune closed) keeps the module loaded; after munmap it unloads, and
+ * a reload with hugepool= reserves at load time.  Needs $MLTUNE_KO (set by
+ * the VM test bed); leaves the module loaded with $MLTUNE_KO_ARGS.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/mltune.h>
+
+#include "mltune_test.h"
+#include "../kselftest_harness.h"
+
+#define HP	MLTUNE_HUGEPOOL_PAGE_SIZE
+#define NODE0	MLTUNE_SYSFS "/hugepool/node0"
+
+static int load(const char *params)
+{
+	const char *ko = getenv("MLTUNE_KO");
+	int fd, ret = 0;
+
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, params, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static int unload(void)
+{
+	return syscall(SYS_delete_module, "mltune", O_NONBLOCK) ? -errno : 0;
+}
+
+static long node0(const char *file)
+{
+	char path[128], buf[32];
+
+	snprintf(path, sizeof(path), NODE0 "/%s", file);
+	if (mltune_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+TEST(unload_refused_while_mapped)
+{
+	const char *args = getenv("MLTUNE_KO_ARGS");
+	int fd, ret, i;
+	char *p;
+
+	ASSERT_EQ(0, mltune_write_file(NODE0 "/reserved", "4"));
+	fd = open("/dev/mltune", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 2 * HP, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 MLTUNE_HUGEPOOL_MMAP_OFFSET(0));
+	ASSERT_NE(MAP_FAILED, p);
+	close(fd);
+	p[0] = 1;
+
+	ret = unload();
+	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY)
+		TH_LOG("delete_module while mapped: %d", ret);
+	EXPECT_EQ(0, access(NODE0, F_OK));
+	EXPECT_EQ(2, node0("mapped"));
+
+	ASSERT_EQ(0, munmap(p, 2 * HP));
+	EXPECT_EQ(4, node0("free"));
+	/* The file's last reference may be dropped by a deferred fput. */
+	for (i = 0; i < 100 && (ret = unload()) != 0; i++)
+		usleep(10000);
+	ASSERT_EQ(0, ret) TH_LOG("delete_module after munmap: %d", ret);
+	EXPECT_NE(0, access(MLTUNE_SYSFS, F_OK));
+
+	/* Load-time reservation, then back to the test bed's arguments. */
+	ASSERT_EQ(0, load("hugepool=0:8M"));
+	EXPECT_EQ(4, node0("reserved"));
+	EXPECT_EQ(4, node0("free"));
+	ASSERT_EQ(0, unload());
+	EXPECT_EQ(-EINVAL, load("hugepool=0:3M"));
+	EXPECT_EQ(-EINVAL, load("hugepool=99:2M"));
+	EXPECT_EQ(-EINVAL, load("hugepool=0"));
+	ASSERT_EQ(0, load(args ? args : ""));
+}
+
+int main(int argc, char **argv)
+{
+	const char *ko = getenv("MLTUNE_KO");
+
+	mltune_require_module();
+	if (!ko || access(ko, R_OK))
+		ksft_exit_skip("MLTUNE_KO (the module file) not set or missing\n");
+	return test_harness_run(argc, argv);
+}
