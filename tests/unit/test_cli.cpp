@@ -72,7 +72,8 @@ TEST_F(Cli, ProfileListShowCheck) {
   r = run({"--json", "profile", "show", "training"});
   ASSERT_EQ(r.rc, 0);
   EXPECT_EQ(r.j()["knobs"][0]["origin"].get<std::string>().substr(0, 10), "base.toml:");
-  const auto good = profile_file("good.toml", "include = [\"training\"]\n[sysctl]\n\"vm.swappiness\" = { value = 3 }\n");
+  const auto good =
+      profile_file("good.toml", "include = [\"training\"]\n[sysctl]\n\"vm.swappiness\" = { value = 3 }\n");
   r = run({"profile", "check", good});
   EXPECT_EQ(r.rc, 0) << r.err;
   const auto bad = profile_file("bad.toml", "[sysctl]\n\"vm.swappiness\" = { value = 999 }\n");

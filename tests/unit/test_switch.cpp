@@ -30,7 +30,8 @@ TEST_F(Switch, PlanShowsWritesAndUnchanged) {
   auto plan = make_plan(training, root);
   ASSERT_TRUE(plan) << plan.error().message;
   ASSERT_EQ(plan->steps.size(), training.knobs.size());
-  const auto &sw = *std::find_if(plan->steps.begin(), plan->steps.end(), [](auto &s) { return s.key == "vm.swappiness"; });
+  const auto &sw =
+      *std::find_if(plan->steps.begin(), plan->steps.end(), [](auto &s) { return s.key == "vm.swappiness"; });
   EXPECT_EQ(sw.action, PlanStep::Action::write);
   EXPECT_EQ(sw.current, "60");
   const auto &khp = *std::find_if(plan->steps.begin(), plan->steps.end(),

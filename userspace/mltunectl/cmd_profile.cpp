@@ -10,8 +10,8 @@ namespace mltune::cli {
 namespace {
 
 nlohmann::json knob_json(const Knob &k) {
-  return {{"key", k.key},       {"kind", k.kind == KnobKind::sysctl ? "sysctl" : "sysfs"},
-          {"path", k.path()},   {"value", k.value},
+  return {{"key", k.key},           {"kind", k.kind == KnobKind::sysctl ? "sysctl" : "sysfs"},
+          {"path", k.path()},       {"value", k.value},
           {"optional", k.optional}, {"reason", k.reason},
           {"origin", k.origin}};
 }
@@ -27,7 +27,9 @@ void list(Context &ctx) {
       continue;
     }
     const bool user = root.exists(std::string(k_user_profile_dir) + "/" + name + ".toml");
-    arr.push_back({{"name", name}, {"description", p->description}, {"source", user ? "user" : "builtin"},
+    arr.push_back({{"name", name},
+                   {"description", p->description},
+                   {"source", user ? "user" : "builtin"},
                    {"knobs", p->knobs.size()}});
     if (!ctx.json) {
       *ctx.out << name << (user ? " (user)" : "") << "\t" << p->description << "\n";

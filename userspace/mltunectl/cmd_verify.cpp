@@ -30,7 +30,8 @@ void verify(Context &ctx, const std::string &name) {
                      {"optional", st.knob->optional}});
     if (!ctx.json) {
       *ctx.out << (st.counts() ? "- " : "  ") << st.knob->key << ": current '" << st.current << "', expected '"
-               << st.knob->value << "'" << (st.state == KnobState::differs ? "" : " (" + std::string(to_string(st.state)) + ")")
+               << st.knob->value << "'"
+               << (st.state == KnobState::differs ? "" : " (" + std::string(to_string(st.state)) + ")")
                << (st.knob->optional ? " [optional, ignored]" : "") << "\n";
     }
   }

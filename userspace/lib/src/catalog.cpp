@@ -54,8 +54,7 @@ constexpr CatalogEntry k_catalog[] = {
      "A short per-CPU input queue drops packets in bursts from fast NICs"},
     {"net.core.somaxconn", integer, 1, k_i32, "", "all", info,
      "Short listen backlogs drop connections at job start and under serving load"},
-    {"net.ipv4.tcp_max_syn_backlog", integer, 1, k_i32, "", "all", info,
-     "A short SYN queue drops connection storms"},
+    {"net.ipv4.tcp_max_syn_backlog", integer, 1, k_i32, "", "all", info, "A short SYN queue drops connection storms"},
     {"net.ipv4.tcp_congestion_control", word, 0, 0, "", "tcp_bbr module for bbr", info,
      "CUBIC collapses throughput on lossy long paths where BBR keeps it"},
     {"net.ipv4.tcp_slow_start_after_idle", integer, 0, 1, "", "all", info,
@@ -68,10 +67,9 @@ constexpr CatalogEntry k_catalog[] = {
      "Interrupt-driven receive adds wakeup latency to every request"},
     {"fs.file-max", integer, 1024, k_i64, "", "all", info,
      "Datasets with many shards plus sockets run out of file handles"},
-    {"fs.inotify.max_user_watches", integer, 1, k_i32, "", "all", info,
-     "File watchers in pipelines fail with ENOSPC"},
-    {"kernel/mm/transparent_hugepage/enabled", choice, 0, 0, "always madvise never",
-     "CONFIG_TRANSPARENT_HUGEPAGE", warning,
+    {"fs.inotify.max_user_watches", integer, 1, k_i32, "", "all", info, "File watchers in pipelines fail with ENOSPC"},
+    {"kernel/mm/transparent_hugepage/enabled", choice, 0, 0, "always madvise never", "CONFIG_TRANSPARENT_HUGEPAGE",
+     warning,
      "THP 'always' makes khugepaged compact behind the job's back; 'never' loses huge pages for large tensors"},
     {"kernel/mm/transparent_hugepage/defrag", choice, 0, 0, "always defer defer+madvise madvise never",
      "CONFIG_TRANSPARENT_HUGEPAGE", info, "Synchronous compaction on page faults stalls the faulting thread"},
@@ -99,11 +97,13 @@ std::string_view to_string(Severity s) {
   return "?";
 }
 
-std::span<const CatalogEntry> catalog() { return k_catalog; }
+std::span<const CatalogEntry> catalog() {
+  return k_catalog;
+}
 
 const CatalogEntry *catalog_find(std::string_view key) {
-  const auto *it = std::find_if(std::begin(k_catalog), std::end(k_catalog),
-                                [&](const CatalogEntry &e) { return e.key == key; });
+  const auto *it =
+      std::find_if(std::begin(k_catalog), std::end(k_catalog), [&](const CatalogEntry &e) { return e.key == key; });
   return it == std::end(k_catalog) ? nullptr : it;
 }
 
@@ -119,8 +119,7 @@ std::optional<std::string> catalog_check(const CatalogEntry &e, std::string_view
     return std::nullopt;
   };
   switch (e.type) {
-  case integer:
-    return range(value);
+  case integer: return range(value);
   case int_list: {
     size_t count = 0;
     size_t pos = 0;

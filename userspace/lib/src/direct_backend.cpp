@@ -34,8 +34,7 @@ Result<Plan> make_plan(const Profile &profile, const Sysroot &root) {
     PlanStep step{k.key, k.path(), k.value, st.current, k.optional, PlanStep::Action::write, {}};
     if (st.state == KnobState::missing || st.state == KnobState::unreadable) {
       if (!k.optional) {
-        return failure(k.key + " (" + k.origin + "): required knob not available on this node: " + st.error,
-                       ENOENT);
+        return failure(k.key + " (" + k.origin + "): required knob not available on this node: " + st.error, ENOENT);
       }
       step.action = PlanStep::Action::skip;
       step.note = "not available on this node";
@@ -75,7 +74,7 @@ Result<Baseline> load_state(const Sysroot &root) {
   return b;
 }
 
-Status save_state(const Sysroot &root, const Baseline &b) {
+Status save_state(const Sysroot &root, const Baseline &b, bool durable) {
   json j;
   j["version"] = 1;
   j["active"] = b.active;
@@ -83,7 +82,7 @@ Status save_state(const Sysroot &root, const Baseline &b) {
   for (const auto &[path, value] : b.values) {
     j["baseline"].push_back({{"path", path}, {"value", value}});
   }
-  return root.write_file(k_state_file, j.dump(1) + "\n");
+  return root.write_file(k_state_file, j.dump(1) + "\n", durable);
 }
 
 struct Write {
@@ -134,13 +133,14 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
   }
   std::vector<Write> writes;
   SwitchReport skipped_rep;
+  const size_t known_before = state->values.size();
   for (const auto &s : plan->steps) {
     if (s.action == PlanStep::Action::skip) {
       skipped_rep.skipped.push_back(s.key + ": " + s.note);
       continue;
     }
-    const bool known = std::any_of(state->values.begin(), state->values.end(),
-                                   [&](const auto &v) { return v.first == s.path; });
+    const bool known =
+        std::any_of(state->values.begin(), state->values.end(), [&](const auto &v) { return v.first == s.path; });
     if (!known) {
       state->values.emplace_back(s.path, s.current);
     }
@@ -148,9 +148,12 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
       writes.push_back({s.key, s.path, s.value, s.current, s.optional});
     }
   }
-  // Record the baseline before the first write, so it survives a crash.
-  if (auto st = save_state(root, *state); !st) {
-    return st.error();
+  // Record new baseline values durably before the first write, so they
+  // survive a crash half-way through.
+  if (state->values.size() != known_before || !root.exists(k_state_file)) {
+    if (auto st = save_state(root, *state, true); !st) {
+      return st.error();
+    }
   }
   auto rep = transact(profile.name, writes, root);
   if (!rep) {
@@ -158,7 +161,7 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
   }
   rep->skipped.insert(rep->skipped.begin(), skipped_rep.skipped.begin(), skipped_rep.skipped.end());
   state->active = profile.name;
-  if (auto st = save_state(root, *state); !st) {
+  if (auto st = save_state(root, *state, false); !st) {
     return st.error();
   }
   return rep;

@@ -77,7 +77,9 @@ Result<SwitchReport> activate(const std::string &name, const Sysroot &root) {
 
 } // namespace
 
-bool kernel_backend_present(const Sysroot &root) { return root.is_dir(k_dir); }
+bool kernel_backend_present(const Sysroot &root) {
+  return root.is_dir(k_dir);
+}
 
 std::string kernel_knob_list(const Profile &profile) {
   std::string out;
@@ -103,6 +105,8 @@ Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root) 
   return rep;
 }
 
-Result<SwitchReport> restore_baseline_kernel(const Sysroot &root) { return activate(std::string(k_baseline), root); }
+Result<SwitchReport> restore_baseline_kernel(const Sysroot &root) {
+  return activate(std::string(k_baseline), root);
+}
 
 } // namespace mltune

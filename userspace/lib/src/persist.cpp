@@ -24,29 +24,33 @@ std::vector<PersistFile> persist_files(const Profile &profile) {
       sysctl += "# " + k.reason + "\n" + (k.optional ? "-" : "") + k.key + " = " + k.value + "\n";
     }
   }
-  const std::string limits = marker + "# Pinned host memory (cudaHostAlloc, RDMA) and many open files.\n"
-                                      "*    -    memlock    unlimited\n"
-                                      "*    -    nofile     " +
+  const std::string limits = marker +
+                             "# Pinned host memory (cudaHostAlloc, RDMA) and many open files.\n"
+                             "*    -    memlock    unlimited\n"
+                             "*    -    nofile     " +
                              std::string(k_nofile_limit) + "\n";
   const std::string env = marker + "PROFILE=" + profile.name + "\n";
-  const std::string unit = marker + "[Unit]\n"
-                                    "Description=Apply the mltune node profile\n"
-                                    "After=systemd-sysctl.service systemd-modules-load.service\n"
-                                    "Before=multi-user.target\n\n"
-                                    "[Service]\n"
-                                    "Type=oneshot\n"
-                                    "RemainAfterExit=yes\n"
-                                    "EnvironmentFile=" +
-                           k_env_conf + "\nExecStart=" MLTUNE_SBINDIR "/mltunectl switch ${PROFILE}\n\n"
-                                        "[Install]\n"
-                                        "WantedBy=multi-user.target\n";
+  const std::string unit = marker +
+                           "[Unit]\n"
+                           "Description=Apply the mltune node profile\n"
+                           "After=systemd-sysctl.service systemd-modules-load.service\n"
+                           "Before=multi-user.target\n\n"
+                           "[Service]\n"
+                           "Type=oneshot\n"
+                           "RemainAfterExit=yes\n"
+                           "EnvironmentFile=" +
+                           k_env_conf +
+                           "\nExecStart=" MLTUNE_SBINDIR "/mltunectl switch ${PROFILE}\n\n"
+                           "[Install]\n"
+                           "WantedBy=multi-user.target\n";
   return {{k_sysctl_conf, sysctl}, {k_limits_conf, limits}, {k_env_conf, env}, {k_unit, unit}, {k_wants, {}}};
 }
 
 Result<std::vector<std::string>> persist(const Profile &profile, const Sysroot &root) {
   std::vector<std::string> written;
   for (const auto &f : persist_files(profile)) {
-    const Status st = f.content.empty() ? root.symlink("../mltune.service", f.path) : root.write_file(f.path, f.content);
+    const Status st =
+        f.content.empty() ? root.symlink("../mltune.service", f.path) : root.write_file(f.path, f.content);
     if (!st) {
       for (const auto &w : written) {
         (void)root.remove_file(w);

@@ -137,7 +137,7 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
   return {};
 }
 
-Status Sysroot::write_file(std::string_view abs, std::string_view content) const {
+Status Sysroot::write_file(std::string_view abs, std::string_view content, bool durable) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
@@ -166,7 +166,7 @@ Status Sysroot::write_file(std::string_view abs, std::string_view content) const
       }
       off += static_cast<size_t>(n);
     }
-    if (::fsync(fd.get()) != 0) {
+    if (durable && ::fsync(fd.get()) != 0) {
       const int err = errno;
       ::unlink(tmp.c_str());
       return sys_error(tmp.string() + ": fsync", err);

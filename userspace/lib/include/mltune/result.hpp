@@ -29,15 +29,19 @@ struct Error {
   int sys_errno = 0;
 };
 
-inline Error input_error(std::string msg) { return {Errc::input, std::move(msg), 0}; }
-inline Error failure(std::string msg, int err = 0) { return {Errc::failed, std::move(msg), err}; }
+inline Error input_error(std::string msg) {
+  return {Errc::input, std::move(msg), 0};
+}
+inline Error failure(std::string msg, int err = 0) {
+  return {Errc::failed, std::move(msg), err};
+}
 // "what: strerror(err)" with errno kept.
 Error sys_error(const std::string &what, int err);
 
 template <class T> class [[nodiscard]] Result {
 public:
-  Result(T value) : v_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}      // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}     // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {} // NOLINT(google-explicit-constructor)
 
   [[nodiscard]] bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }

@@ -46,9 +46,9 @@ Result<Plan> make_plan(const Profile &profile, const Sysroot &root);
 struct SwitchReport {
   Backend backend = Backend::direct;
   std::string profile;
-  std::vector<std::string> written;  // keys written
-  std::vector<std::string> skipped;  // optional keys skipped, "key: why"
-  std::string detail;                // e.g. the module's last_switch
+  std::vector<std::string> written; // keys written
+  std::vector<std::string> skipped; // optional keys skipped, "key: why"
+  std::string detail;               // e.g. the module's last_switch
 };
 
 Backend choose_backend(const Sysroot &root, Backend wanted);

@@ -34,8 +34,8 @@ public:
   // one write(2) call, as sysctl(8) does.  Never creates files.
   [[nodiscard]] Status write_value(std::string_view abs, std::string_view value) const;
   // Config write: creates parent directories, writes a temp file and renames
-  // it into place.
-  [[nodiscard]] Status write_file(std::string_view abs, std::string_view content) const;
+  // it into place; `durable` fsyncs the data before the rename.
+  [[nodiscard]] Status write_file(std::string_view abs, std::string_view content, bool durable = true) const;
   [[nodiscard]] Status remove_file(std::string_view abs) const;
   [[nodiscard]] Status symlink(std::string_view target, std::string_view abs) const;
   // Names in a directory, sorted; empty when it does not exist.
