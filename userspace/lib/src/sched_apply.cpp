@@ -1,0 +1,1026 @@
+// Applying thread rules: the live SchedSystem, CPU placement, admission per
+// root domain, one-shot apply, reset and the state file.
+#include "mltune/sched.hpp"
+
+#include "mltune/plan.hpp"
+#include "mltune/topology.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace mltune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view k_cgroup_mount = "/sys/fs/cgroup";
+
+// struct sched_attr, SCHED_ATTR_SIZE_VER0 (bookworm's glibc has no wrapper).
+struct KernelSchedAttr {
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime;
+  uint64_t sched_deadline;
+  uint64_t sched_period;
+};
+static_assert(sizeof(KernelSchedAttr) == 48);
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) {
+    s.pop_back();
+  }
+  size_t b = 0;
+  while (b < s.size() && (s[b] == ' ' || s[b] == '\t')) {
+    ++b;
+  }
+  return s.substr(b);
+}
+
+CpuSet cpus_or_empty(std::string_view s) {
+  auto r = parse_cpuset(s);
+  return r ? *r : CpuSet{};
+}
+
+bool is_number(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+long long to_ll(std::string_view s, long long dflt) {
+  long long v = dflt;
+  const auto *b = s.data();
+  const auto *e = s.data() + s.size();
+  if (b != e && *b == '-') {
+    auto r = std::from_chars(b + 1, e, v);
+    return r.ec == std::errc() ? -v : dflt;
+  }
+  auto r = std::from_chars(b, e, v);
+  return r.ec == std::errc() ? v : dflt;
+}
+
+std::string cg_file(const std::string &cg, std::string_view file) {
+  std::string p(k_cgroup_mount);
+  if (cg != "/") {
+    p += cg;
+  }
+  p += "/";
+  p += file;
+  return p;
+}
+
+class LiveSchedSystem final : public SchedSystem {
+public:
+  explicit LiveSchedSystem(const Sysroot &root) : root_(root) {}
+  [[nodiscard]] const Sysroot &root() const override { return root_; }
+
+  [[nodiscard]] std::vector<int> pids() const override { return numbers(root_.list_dir("/proc")); }
+  [[nodiscard]] std::vector<int> tids(int pid) const override {
+    return numbers(root_.list_dir("/proc/" + std::to_string(pid) + "/task"));
+  }
+
+  [[nodiscard]] Result<ThreadInfo> thread(int pid, int tid) const override {
+    const std::string base = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid);
+    ThreadInfo t;
+    t.pid = pid;
+    t.tid = tid;
+    auto comm = root_.read(base + "/comm");
+    if (!comm) {
+      return failure("thread " + std::to_string(tid) + " is gone", ESRCH);
+    }
+    t.comm = *comm;
+    if (!t.comm.empty() && t.comm.back() == '\n') {
+      t.comm.pop_back();
+    }
+    if (auto stat = root_.read(base + "/stat")) {
+      const size_t rp = stat->rfind(')');
+      if (rp != std::string::npos) {
+        std::istringstream in(stat->substr(rp + 2));
+        std::string f;
+        // Field 3 (state) is the first after ')'; starttime is field 22.
+        for (int i = 3; i <= 22 && (in >> f); ++i) {
+          if (i == 22) {
+            t.starttime = static_cast<uint64_t>(to_ll(f, 0));
+          }
+        }
+      }
+    }
+    std::error_code ec;
+    t.exe = fs::read_symlink(root_.path("/proc/" + std::to_string(pid) + "/exe"), ec).string();
+    if (auto cmd = root_.read("/proc/" + std::to_string(pid) + "/cmdline")) {
+      t.cmdline = *cmd;
+      while (!t.cmdline.empty() && t.cmdline.back() == '\0') {
+        t.cmdline.pop_back();
+      }
+      std::replace(t.cmdline.begin(), t.cmdline.end(), '\0', ' ');
+    }
+    t.cgroup = "/";
+    if (auto cg = root_.read(base + "/cgroup")) {
+      size_t pos = 0;
+      while (pos < cg->size()) {
+        const size_t e = std::min(cg->find('\n', pos), cg->size());
+        const std::string_view line(cg->data() + pos, e - pos);
+        if (line.starts_with("0::")) {
+          t.cgroup = std::string(line.substr(3));
+        }
+        pos = e + 1;
+      }
+    }
+    return t;
+  }
+
+  [[nodiscard]] Result<SchedAttr> get(int tid) const override {
+    if (!root_.is_live()) {
+      return fake_get(tid);
+    }
+    KernelSchedAttr ka{};
+    if (syscall(SYS_sched_getattr, tid, &ka, sizeof(ka), 0) != 0) {
+      return sys_error("sched_getattr(" + std::to_string(tid) + ")", errno);
+    }
+    SchedAttr a;
+    a.policy = static_cast<SchedPolicy>(ka.sched_policy);
+    a.flags = ka.sched_flags & (k_sched_flag_reset_on_fork | k_sched_flag_dl_overrun);
+    a.nice = ka.sched_nice;
+    a.priority = static_cast<int>(ka.sched_priority);
+    if (a.policy == SchedPolicy::deadline) {
+      a.runtime = ka.sched_runtime;
+      a.deadline = ka.sched_deadline;
+      a.period = ka.sched_period;
+    }
+    return a;
+  }
+
+  [[nodiscard]] Status set(int tid, const SchedAttr &a) override {
+    if (!root_.is_live()) {
+      return failure("sched_setattr needs the live node (--sysroot is not /)", EPERM);
+    }
+    KernelSchedAttr ka{};
+    ka.size = sizeof(ka);
+    ka.sched_policy = static_cast<uint32_t>(a.policy);
+    ka.sched_flags = a.flags;
+    ka.sched_nice = a.nice;
+    ka.sched_priority = static_cast<uint32_t>(a.priority);
+    ka.sched_runtime = a.runtime;
+    ka.sched_deadline = a.deadline;
+    ka.sched_period = a.period;
+    if (syscall(SYS_sched_setattr, tid, &ka, 0) != 0) {
+      return sys_error("sched_setattr(" + std::to_string(tid) + ", " + a.describe() + ")", errno);
+    }
+    return {};
+  }
+
+  [[nodiscard]] Status move_thread(int tid, const std::string &cg) override {
+    return root_.write_value(cg_file(cg, "cgroup.threads"), std::to_string(tid));
+  }
+
+  [[nodiscard]] Result<std::string> ensure_partition(const std::string &cg, const std::string &cpus) override {
+    auto ctl = root_.read(cg_file("/", "cgroup.subtree_control"));
+    if (!ctl) {
+      return failure("cgroup v2 is not mounted at " + std::string(k_cgroup_mount) + ": " + ctl.error().message);
+    }
+    if (ctl->find("cpuset") == std::string::npos) {
+      if (auto st = root_.write_value(cg_file("/", "cgroup.subtree_control"), "+cpuset"); !st) {
+        return st.error();
+      }
+    }
+    std::error_code ec;
+    const fs::path dir = root_.path(std::string(k_cgroup_mount) + cg);
+    if (!fs::is_directory(dir, ec)) {
+      fs::create_directory(dir, ec);
+      if (ec) {
+        return sys_error(std::string(k_cgroup_mount) + cg + ": mkdir", ec.value());
+      }
+    }
+    // Threaded, so single threads of a process can move in; cpuset is a
+    // threaded controller.
+    if (auto type = root_.read_value(cg_file(cg, "cgroup.type")); type && *type == "domain") {
+      if (auto st = root_.write_value(cg_file(cg, "cgroup.type"), "threaded"); !st) {
+        return st.error();
+      }
+    }
+    auto cur = root_.read_value(cg_file(cg, "cpuset.cpus"));
+    if (!cur || *cur != cpus) {
+      if (auto st = root_.write_value(cg_file(cg, "cpuset.cpus"), cpus); !st) {
+        return st.error();
+      }
+    }
+    auto prs = root_.read(cg_file(cg, "cpuset.cpus.partition"));
+    if (prs && trim(*prs) != "root") {
+      if (auto st = root_.write_value(cg_file(cg, "cpuset.cpus.partition"), "root"); !st) {
+        return st.error();
+      }
+      prs = root_.read(cg_file(cg, "cpuset.cpus.partition"));
+    }
+    if (!prs) {
+      return prs.error();
+    }
+    return trim(*prs);
+  }
+
+  [[nodiscard]] Status remove_partition(const std::string &cg) override {
+    (void)root_.write_value(cg_file(cg, "cpuset.cpus.partition"), "member");
+    if (::rmdir(root_.path(std::string(k_cgroup_mount) + cg).c_str()) != 0 && errno != ENOENT) {
+      return sys_error(std::string(k_cgroup_mount) + cg + ": rmdir", errno);
+    }
+    return {};
+  }
+
+private:
+  static std::vector<int> numbers(const std::vector<std::string> &names) {
+    std::vector<int> out;
+    for (const auto &n : names) {
+      if (is_number(n) && n.size() < 10) {
+        out.push_back(static_cast<int>(to_ll(n, 0)));
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // A fake tree cannot answer syscalls: parse /proc/PID/task/TID/sched as a
+  // best effort (used by `sched list --sysroot`).
+  [[nodiscard]] Result<SchedAttr> fake_get(int tid) const {
+    for (int pid : pids()) {
+      auto txt = root_.read("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/sched");
+      if (!txt) {
+        continue;
+      }
+      SchedAttr a;
+      std::istringstream in(*txt);
+      std::string line;
+      while (std::getline(in, line)) {
+        const size_t c = line.find(':');
+        if (c == std::string::npos) {
+          continue;
+        }
+        const std::string k = trim(line.substr(0, c));
+        const long long v = to_ll(trim(line.substr(c + 1)), 0);
+        if (k == "policy") {
+          a.policy = static_cast<SchedPolicy>(v);
+        } else if (k == "prio") {
+          if (v < 100) {
+            a.priority = static_cast<int>(99 - v);
+          } else {
+            a.nice = static_cast<int>(v - 120);
+          }
+        } else if (k == "dl.runtime") {
+          a.runtime = static_cast<uint64_t>(v);
+        } else if (k == "dl.deadline") {
+          a.deadline = static_cast<uint64_t>(v);
+        } else if (k == "dl.period") {
+          a.period = static_cast<uint64_t>(v);
+        }
+      }
+      if (a.policy != SchedPolicy::deadline) {
+        a.runtime = a.deadline = a.period = 0;
+      }
+      return a;
+    }
+    return failure("thread " + std::to_string(tid) + " is gone", ESRCH);
+  }
+
+  Sysroot root_;
+};
+
+// ---- state file -------------------------------------------------------------
+
+nlohmann::json attr_json(const SchedAttr &a) {
+  return {{"policy", std::string(to_string(a.policy))},
+          {"flags", a.flags},
+          {"nice", a.nice},
+          {"priority", a.priority},
+          {"runtime_ns", a.runtime},
+          {"deadline_ns", a.deadline},
+          {"period_ns", a.period}};
+}
+
+SchedAttr attr_from(const nlohmann::json &j) {
+  SchedAttr a;
+  a.policy = sched_policy_from(j.value("policy", "other")).value_or(SchedPolicy::other);
+  a.flags = j.value("flags", uint64_t{0});
+  a.nice = j.value("nice", 0);
+  a.priority = j.value("priority", 0);
+  a.runtime = j.value("runtime_ns", uint64_t{0});
+  a.deadline = j.value("deadline_ns", uint64_t{0});
+  a.period = j.value("period_ns", uint64_t{0});
+  return a;
+}
+
+struct StateEntry {
+  int pid = 0;
+  int tid = 0;
+  uint64_t starttime = 0;
+  std::string comm;
+  std::string rule;
+  SchedAttr before;
+  SchedAttr after;
+  std::string cgroup_before;
+  std::string cgroup; // partition moved into, "" when not moved
+};
+
+struct State {
+  std::vector<StateEntry> threads;
+  std::vector<std::pair<std::string, std::string>> partitions; // cgroup, cpus (created by mltune)
+};
+
+State load_state(const Sysroot &root) {
+  State s;
+  auto txt = root.read(k_sched_state_path);
+  if (!txt) {
+    return s;
+  }
+  try {
+    const auto j = nlohmann::json::parse(*txt);
+    for (const auto &e : j.value("threads", nlohmann::json::array())) {
+      StateEntry se;
+      se.pid = e.value("pid", 0);
+      se.tid = e.value("tid", 0);
+      se.starttime = e.value("starttime", uint64_t{0});
+      se.comm = e.value("comm", "");
+      se.rule = e.value("rule", "");
+      se.before = attr_from(e.value("before", nlohmann::json::object()));
+      se.after = attr_from(e.value("after", nlohmann::json::object()));
+      se.cgroup_before = e.value("cgroup_before", "");
+      se.cgroup = e.value("cgroup", "");
+      s.threads.push_back(std::move(se));
+    }
+    for (const auto &p : j.value("partitions", nlohmann::json::array())) {
+      s.partitions.emplace_back(p.value("cgroup", ""), p.value("cpus", ""));
+    }
+  } catch (const nlohmann::json::exception &) {
+    // A corrupt state file is treated as empty; reset cannot do better.
+  }
+  return s;
+}
+
+Status save_state(const Sysroot &root, const State &s) {
+  if (s.threads.empty() && s.partitions.empty()) {
+    if (root.exists(k_sched_state_path)) {
+      return root.remove_file(k_sched_state_path);
+    }
+    return {};
+  }
+  nlohmann::json j{{"version", 1}, {"threads", nlohmann::json::array()}, {"partitions", nlohmann::json::array()}};
+  for (const auto &e : s.threads) {
+    j["threads"].push_back({{"pid", e.pid},
+                            {"tid", e.tid},
+                            {"starttime", e.starttime},
+                            {"comm", e.comm},
+                            {"rule", e.rule},
+                            {"before", attr_json(e.before)},
+                            {"after", attr_json(e.after)},
+                            {"cgroup_before", e.cgroup_before},
+                            {"cgroup", e.cgroup}});
+  }
+  for (const auto &[cg, cpus] : s.partitions) {
+    j["partitions"].push_back({{"cgroup", cg}, {"cpus", cpus}});
+  }
+  return root.write_file(k_sched_state_path, j.dump(1) + "\n");
+}
+
+// Serializes apply/reset/watch instances on one node.
+class StateLock {
+public:
+  explicit StateLock(const Sysroot &root) {
+    std::error_code ec;
+    const fs::path p = root.path("/run/mltune/sched.lock");
+    fs::create_directories(p.parent_path(), ec);
+    fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~StateLock() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  StateLock(const StateLock &) = delete;
+  StateLock &operator=(const StateLock &) = delete;
+
+private:
+  int fd_ = -1;
+};
+
+// ---- comparison and domains ------------------------------------------------
+
+bool same_attr(const SchedAttr &cur, const SchedAttr &want) {
+  if (cur.policy != want.policy) {
+    return false;
+  }
+  const uint64_t mask = k_sched_flag_reset_on_fork | k_sched_flag_dl_overrun;
+  if ((cur.flags & mask) != (want.flags & mask)) {
+    return false;
+  }
+  switch (want.policy) {
+  case SchedPolicy::deadline:
+    return cur.runtime == want.runtime && cur.deadline == want.deadline && cur.period == want.period;
+  case SchedPolicy::fifo:
+  case SchedPolicy::rr:
+    return cur.priority == want.priority;
+  default:
+    return cur.nice == want.nice;
+  }
+}
+
+std::string fmt3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", v);
+  return buf;
+}
+
+std::string partition_name(std::string_view spec, const std::string &cpus) {
+  if (spec == "feeder" || spec == "housekeeping") {
+    return "/mltune." + std::string(spec);
+  }
+  std::string n = "/mltune.cpus-" + cpus;
+  std::replace(n.begin(), n.end(), ',', '_');
+  return n;
+}
+
+struct Ledger {
+  std::vector<RootDomain> domains; // [0] is the default domain
+  long long rt_runtime = 950000;
+  long long rt_period = 1000000;
+  double reserved_per_cpu = 0;
+
+  RootDomain *find(const std::string &name) {
+    for (auto &d : domains) {
+      if (d.name == name) {
+        return &d;
+      }
+    }
+    return nullptr;
+  }
+  // The domain of a thread in cgroup `cg`.
+  RootDomain &of_cgroup(const std::string &cg) {
+    RootDomain *best = &domains[0];
+    size_t best_len = 0;
+    for (auto &d : domains) {
+      if (d.name != "default" && (cg == d.name || cg.starts_with(d.name + "/")) && d.name.size() > best_len) {
+        best = &d;
+        best_len = d.name.size();
+      }
+    }
+    return *best;
+  }
+  RootDomain make(std::string name, CpuSet cpus) const {
+    RootDomain d;
+    d.name = std::move(name);
+    d.cpus = std::move(cpus);
+    const double n = static_cast<double>(d.cpus.count());
+    d.limit = rt_runtime < 0 ? -1 : n * static_cast<double>(rt_runtime) / static_cast<double>(rt_period);
+    d.reserved = n * reserved_per_cpu;
+    return d;
+  }
+};
+
+void find_partitions(const Sysroot &root, const std::string &cg, int depth,
+                     std::vector<std::pair<std::string, CpuSet>> &out) {
+  if (depth > 3) {
+    return;
+  }
+  for (const auto &name : root.list_dir(std::string(k_cgroup_mount) + (cg == "/" ? "" : cg))) {
+    const std::string child = (cg == "/" ? "" : cg) + "/" + name;
+    if (!root.is_dir(std::string(k_cgroup_mount) + child)) {
+      continue;
+    }
+    if (auto prs = root.read(cg_file(child, "cpuset.cpus.partition")); prs && trim(*prs) == "root") {
+      if (auto eff = root.read_value(cg_file(child, "cpuset.cpus.effective"))) {
+        if (auto cpus = parse_cpuset(*eff); cpus && !cpus->empty()) {
+          out.emplace_back(child, *cpus);
+        }
+      }
+    }
+    find_partitions(root, child, depth + 1, out);
+  }
+}
+
+Ledger build_ledger(const SchedSystem &sys, bool count_used) {
+  const Sysroot &root = sys.root();
+  Ledger l;
+  if (auto v = root.read_value("/proc/sys/kernel/sched_rt_runtime_us")) {
+    l.rt_runtime = to_ll(*v, 950000);
+  }
+  if (auto v = root.read_value("/proc/sys/kernel/sched_rt_period_us")) {
+    l.rt_period = std::max(1LL, to_ll(*v, 1000000));
+  }
+  // Since 6.12 every CPU's fair server is a DEADLINE entity (50 ms / 1 s by
+  // default) whose bandwidth counts against the root domain.
+  if (auto rel = root.read_value("/proc/sys/kernel/osrelease")) {
+    int maj = 0;
+    int min = 0;
+    if (std::sscanf(rel->c_str(), "%d.%d", &maj, &min) == 2 && (maj > 6 || (maj == 6 && min >= 12))) {
+      l.reserved_per_cpu = 0.05;
+    }
+  }
+  CpuSet dflt;
+  if (auto v = root.read_value("/sys/devices/system/cpu/online")) {
+    dflt = cpus_or_empty(*v);
+  }
+  // Domain-isolated CPUs (isolcpus=) belong to no root domain we can use.
+  if (auto v = root.read_value("/sys/devices/system/cpu/isolated")) {
+    dflt -= cpus_or_empty(*v);
+  }
+  std::vector<std::pair<std::string, CpuSet>> parts;
+  find_partitions(root, "/", 1, parts);
+  for (const auto &[cg, cpus] : parts) {
+    dflt -= cpus;
+  }
+  l.domains.push_back(l.make("default", dflt));
+  for (const auto &[cg, cpus] : parts) {
+    l.domains.push_back(l.make(cg, cpus));
+  }
+  if (count_used) {
+    for (int pid : sys.pids()) {
+      for (int tid : sys.tids(pid)) {
+        auto a = sys.get(tid);
+        if (!a || a->policy != SchedPolicy::deadline) {
+          continue;
+        }
+        auto t = sys.thread(pid, tid);
+        l.of_cgroup(t ? t->cgroup : "/").used += a->bandwidth();
+      }
+    }
+  }
+  return l;
+}
+
+// ---- planning and applying -------------------------------------------------
+
+struct ThreadPlan {
+  ThreadInfo t;
+  const SchedRule *rule = nullptr;
+  SchedAttr before;
+  SchedAttr want;
+  std::string cpus;      // placement cpulist ("" none)
+  std::string partition; // DEADLINE with placement: the partition cgroup
+  std::string domain;    // admission domain
+  bool refused = false;
+  std::string message;
+};
+
+SchedAction action_of(const ThreadPlan &p, std::string result, std::string message) {
+  SchedAction a;
+  a.pid = p.t.pid;
+  a.tid = p.t.tid;
+  a.comm = p.t.comm;
+  a.rule = p.rule != nullptr ? p.rule->name : "";
+  a.before = p.before;
+  a.after = p.want;
+  a.cgroup = p.partition;
+  a.result = std::move(result);
+  a.message = std::move(message);
+  return a;
+}
+
+void record(State &st, const ThreadPlan &p, const SchedAttr &after, const std::string &cg) {
+  auto it = std::find_if(st.threads.begin(), st.threads.end(),
+                         [&](const StateEntry &e) { return e.tid == p.t.tid && e.starttime == p.t.starttime; });
+  if (it == st.threads.end()) {
+    // A reused TID's stale entry goes.
+    std::erase_if(st.threads, [&](const StateEntry &e) { return e.tid == p.t.tid; });
+    StateEntry e;
+    e.pid = p.t.pid;
+    e.tid = p.t.tid;
+    e.starttime = p.t.starttime;
+    e.before = p.before;
+    e.cgroup_before = p.t.cgroup;
+    st.threads.push_back(e);
+    it = std::prev(st.threads.end());
+  }
+  it->comm = p.t.comm;
+  it->rule = p.rule->name;
+  it->after = after;
+  if (!cg.empty()) {
+    it->cgroup = cg;
+  }
+}
+
+bool gone(const Error &e) { return e.sys_errno == ESRCH || e.sys_errno == ENOENT; }
+
+Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, const SchedOptions &opt) {
+  SchedReport rep;
+  const Sysroot &root = sys.root();
+  Ledger ledger = build_ledger(sys, true);
+
+  // Admission for the whole request, per root domain, before touching anything.
+  for (auto &p : plans) {
+    if (p.want.policy != SchedPolicy::deadline) {
+      continue;
+    }
+    if (!p.partition.empty()) {
+      if (ledger.find(p.partition) == nullptr) {
+        const CpuSet cpus = cpus_or_empty(p.cpus);
+        ledger.domains.push_back(ledger.make(p.partition, cpus));
+        // CPUs of the new partition leave the default domain.
+        const double used = ledger.domains[0].used;
+        ledger.domains[0] = ledger.make("default", ledger.domains[0].cpus - cpus);
+        ledger.domains[0].used = used;
+      }
+      p.domain = p.partition;
+    } else {
+      p.domain = ledger.of_cgroup(p.t.cgroup).name;
+    }
+    RootDomain &d = *ledger.find(p.domain);
+    // A thread that is DEADLINE already in this domain gives its old share back.
+    const bool same_domain = ledger.of_cgroup(p.t.cgroup).name == p.domain;
+    d.requested += p.want.bandwidth() - (same_domain ? p.before.bandwidth() : 0.0);
+  }
+  for (auto &d : ledger.domains) {
+    if (d.requested > 0 || d.used > 0) {
+      rep.domains.push_back(d);
+    }
+    if (d.fits()) {
+      continue;
+    }
+    std::string who;
+    for (auto &p : plans) {
+      if (p.want.policy == SchedPolicy::deadline && p.domain == d.name) {
+        p.refused = true;
+        who += (who.empty() ? "" : ", ") + std::to_string(p.t.tid) + " \"" + p.t.comm + "\"";
+      }
+    }
+    rep.notes.push_back("admission refused: " + d.explain() + "; threads " + who);
+  }
+
+  State st = load_state(root);
+  std::set<std::string> partitions_ok;
+  std::map<std::string, std::string> partitions_bad;
+  auto emit = [&](SchedAction a) {
+    if (opt.log) {
+      opt.log(a);
+    }
+    rep.actions.push_back(std::move(a));
+  };
+
+  for (auto &p : plans) {
+    SchedAttr want = p.want;
+    std::string why;
+    if (p.refused) {
+      const RootDomain *d = ledger.find(p.domain);
+      why = "admission: " + (d != nullptr ? d->explain() : std::string("no room"));
+      if (!p.rule->fallback) {
+        emit(action_of(p, "refused", why + "; no fallback configured, thread left as it is"));
+        continue;
+      }
+      want = *p.rule->fallback;
+      p.partition.clear();
+    }
+    const bool in_place = p.partition.empty() || p.t.cgroup == p.partition;
+    if (same_attr(p.before, want) && in_place) {
+      ThreadPlan q = p;
+      q.want = want;
+      emit(action_of(q, p.refused ? "fallback" : "unchanged", p.refused ? why + "; fallback already in effect" : ""));
+      continue;
+    }
+    if (opt.dry_run) {
+      ThreadPlan q = p;
+      q.want = want;
+      emit(action_of(q, "dry-run", p.refused ? why + "; would apply fallback " + want.describe() : ""));
+      continue;
+    }
+    std::string moved_to;
+    if (!p.partition.empty() && !in_place) {
+      if (!partitions_ok.contains(p.partition) && !partitions_bad.contains(p.partition)) {
+        const bool existed = root.is_dir(std::string(k_cgroup_mount) + p.partition);
+        auto prs = sys.ensure_partition(p.partition, p.cpus);
+        if (prs && *prs == "root") {
+          partitions_ok.insert(p.partition);
+          rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition + ": cpus " + p.cpus +
+                              ", cpuset.cpus.partition reads \"" + *prs + "\"");
+          if (!existed && std::none_of(st.partitions.begin(), st.partitions.end(),
+                                       [&](const auto &x) { return x.first == p.partition; })) {
+            st.partitions.emplace_back(p.partition, p.cpus);
+          }
+        } else {
+          partitions_bad[p.partition] =
+              prs ? "cpuset.cpus.partition reads \"" + *prs + "\"" : prs.error().message;
+          rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition + " unusable: " +
+                              partitions_bad[p.partition]);
+          if (!existed) {
+            (void)sys.remove_partition(p.partition);
+          }
+        }
+      }
+      if (partitions_bad.contains(p.partition)) {
+        why = "placement on CPUs " + p.cpus + " failed: " + partitions_bad[p.partition];
+        if (!p.rule->fallback) {
+          emit(action_of(p, "failed", why));
+          continue;
+        }
+        want = *p.rule->fallback;
+        p.refused = true;
+      } else {
+        auto mv = sys.move_thread(p.t.tid, p.partition);
+        if (!mv) {
+          emit(action_of(p, gone(mv.error()) ? "gone" : "failed", mv.error().message));
+          continue;
+        }
+        moved_to = p.partition;
+      }
+    }
+    auto s = sys.set(p.t.tid, want);
+    if (!s && s.error().sys_errno == EBUSY && want.policy == SchedPolicy::deadline && p.rule->fallback) {
+      why = "the kernel refused the bandwidth (EBUSY) for " + want.describe();
+      want = *p.rule->fallback;
+      p.refused = true;
+      s = sys.set(p.t.tid, want);
+    }
+    ThreadPlan q = p;
+    q.want = want;
+    if (!s) {
+      if (!moved_to.empty()) {
+        (void)sys.move_thread(p.t.tid, p.t.cgroup); // put it back
+      }
+      emit(action_of(q, s.error().sys_errno == ESRCH ? "gone" : "failed", s.error().message));
+      continue;
+    }
+    record(st, q, want, moved_to);
+    if (auto ss = save_state(root, st); !ss) {
+      rep.notes.push_back("cannot save state: " + ss.error().message);
+    }
+    q.partition = moved_to.empty() ? (in_place ? p.partition : "") : moved_to;
+    emit(action_of(q, p.refused ? "fallback" : "applied", why));
+  }
+  return rep;
+}
+
+Result<ThreadPlan> plan_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
+                         const SchedOptions &opt, std::map<std::string, std::string> &placements) {
+  auto t = sys.thread(pid, tid);
+  if (!t) {
+    return t.error();
+  }
+  const SchedRule *r = sched_match(rules, *t);
+  if (r == nullptr) {
+    return failure("no rule");
+  }
+  auto cur = sys.get(tid);
+  if (!cur) {
+    return cur.error();
+  }
+  ThreadPlan p;
+  p.t = std::move(*t);
+  p.rule = r;
+  p.before = *cur;
+  p.want = r->attr;
+  if (!r->cpus.empty() && r->attr.policy == SchedPolicy::deadline) {
+    auto it = placements.find(r->cpus);
+    if (it == placements.end()) {
+      auto cpus = resolve_placement(sys.root(), r->cpus, opt.feeder);
+      if (!cpus) {
+        return cpus.error();
+      }
+      it = placements.emplace(r->cpus, *cpus).first;
+    }
+    p.cpus = it->second;
+    p.partition = partition_name(r->cpus, p.cpus);
+  }
+  return p;
+}
+
+} // namespace
+
+std::string RootDomain::explain() const {
+  std::string s = "root domain " + name + " (CPUs " + cpus.str() + "): ";
+  if (limit < 0) {
+    return s + "admission control disabled (sched_rt_runtime_us = -1)";
+  }
+  s += "limit " + std::to_string(cpus.count()) + " CPUs x rt_runtime/rt_period = " + fmt3(limit);
+  if (reserved > 0) {
+    s += ", kernel fair servers " + fmt3(reserved);
+  }
+  s += ", DEADLINE in use " + fmt3(used) + ", requested " + fmt3(requested) + " -> total " +
+       fmt3(used + requested + reserved) + (fits() ? " fits" : " exceeds the limit");
+  return s;
+}
+
+std::unique_ptr<SchedSystem> make_live_sched_system(const Sysroot &root) {
+  return std::make_unique<LiveSchedSystem>(root);
+}
+
+Result<std::string> resolve_placement(const Sysroot &root, std::string_view spec, std::string_view feeder) {
+  const bool role = spec.starts_with("feeder") || spec == "housekeeping" || spec == "workers";
+  if (!role) {
+    auto l = parse_cpuset(spec, "sched rule cpus");
+    if (!l) {
+      return l.error();
+    }
+    return l->str();
+  }
+  std::string f(feeder);
+  if (f.empty()) {
+    if (auto v = root.read_value("/sys/kernel/mltune/feeder/cpus"); v && !v->empty()) {
+      f = *v;
+    }
+  }
+  if (!f.empty() && !spec.starts_with("feeder:")) {
+    auto fl = parse_cpuset(f, "feeder cores");
+    if (!fl) {
+      return fl.error();
+    }
+    if (spec == "feeder") {
+      return fl->str();
+    }
+    auto online = root.read_value("/sys/devices/system/cpu/online");
+    auto ol = parse_cpuset(online ? *online : "", "/sys/devices/system/cpu/online");
+    if (!ol) {
+      return ol.error();
+    }
+    const CpuSet rest = *ol - *fl;
+    if (rest.empty()) {
+      return input_error("no " + std::string(spec) + " CPUs left outside the feeder cores " + fl->str());
+    }
+    return rest.str();
+  }
+  auto topo = discover_topology(root);
+  if (!topo) {
+    return input_error("placement '" + std::string(spec) + "': " + topo.error().message);
+  }
+  auto plan = make_plan(*topo);
+  if (!plan) {
+    return input_error("placement '" + std::string(spec) + "': " + plan.error().message);
+  }
+  if (plan->empty()) {
+    return input_error("placement '" + std::string(spec) +
+                       "': no feeder cores on this node (no GPU found); pass --feeder CPULIST or write "
+                       "/sys/kernel/mltune/feeder/cpus");
+  }
+  auto set = resolve_cpuset(spec, *plan);
+  if (!set) {
+    return set.error();
+  }
+  if (set->empty()) {
+    return input_error("placement '" + std::string(spec) + "' is empty on this node");
+  }
+  return set->str();
+}
+
+std::vector<RootDomain> sched_domains(const SchedSystem &sys) { return build_ledger(sys, true).domains; }
+
+Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {
+  StateLock lock(sys.root());
+  std::vector<ThreadPlan> plans;
+  std::map<std::string, std::string> placements;
+  std::vector<int> pids = opt.pid ? std::vector<int>{*opt.pid} : sys.pids();
+  if (opt.pid && sys.tids(*opt.pid).empty()) {
+    return input_error("no process " + std::to_string(*opt.pid));
+  }
+  for (int pid : pids) {
+    for (int tid : sys.tids(pid)) {
+      auto p = plan_thread(sys, rules, pid, tid, opt, placements);
+      if (p) {
+        plans.push_back(std::move(*p));
+      } else if (p.error().kind == Errc::input) {
+        return p.error();
+      }
+    }
+  }
+  return run_plans(sys, std::move(plans), opt);
+}
+
+Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
+                                       const SchedOptions &opt) {
+  StateLock lock(sys.root());
+  std::map<std::string, std::string> placements;
+  auto p = plan_thread(sys, rules, pid, tid, opt, placements);
+  if (!p) {
+    if (p.error().kind == Errc::input) {
+      return p.error();
+    }
+    return SchedReport{};
+  }
+  std::vector<ThreadPlan> plans;
+  plans.push_back(std::move(*p));
+  return run_plans(sys, std::move(plans), opt);
+}
+
+Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
+  StateLock lock(sys.root());
+  const Sysroot &root = sys.root();
+  State st = load_state(root);
+  SchedReport rep;
+  std::vector<StateEntry> keep;
+  for (const auto &e : st.threads) {
+    if (opt.pid && e.pid != *opt.pid) {
+      keep.push_back(e);
+      continue;
+    }
+    SchedAction a;
+    a.pid = e.pid;
+    a.tid = e.tid;
+    a.comm = e.comm;
+    a.rule = e.rule;
+    a.before = e.after;
+    a.after = e.before;
+    a.cgroup = e.cgroup_before;
+    auto t = sys.thread(e.pid, e.tid);
+    if (!t || t->starttime != e.starttime) {
+      a.result = "gone";
+      a.message = "thread exited; nothing to restore";
+    } else if (opt.dry_run) {
+      a.result = "dry-run";
+    } else {
+      if (auto cur = sys.get(e.tid)) {
+        a.before = *cur;
+      }
+      // Leave DEADLINE first, then the partition: the default domain need not
+      // admit the thread's bandwidth.
+      auto s = sys.set(e.tid, e.before);
+      Status mv;
+      if (s && !e.cgroup.empty() && t->cgroup != e.cgroup_before) {
+        mv = sys.move_thread(e.tid, e.cgroup_before.empty() ? "/" : e.cgroup_before);
+      }
+      if (!s) {
+        a.result = gone(s.error()) ? "gone" : "failed";
+        a.message = s.error().message;
+        if (a.result == "failed") {
+          keep.push_back(e);
+        }
+      } else if (!mv) {
+        a.result = "failed";
+        a.message = "policy restored; moving back to " + e.cgroup_before + ": " + mv.error().message;
+        keep.push_back(e);
+      } else {
+        a.result = "restored";
+      }
+    }
+    if (opt.log) {
+      opt.log(a);
+    }
+    rep.actions.push_back(std::move(a));
+  }
+  if (opt.dry_run) {
+    return rep;
+  }
+  st.threads = keep;
+  std::vector<std::pair<std::string, std::string>> parts;
+  for (const auto &[cg, cpus] : st.partitions) {
+    const bool used = std::any_of(keep.begin(), keep.end(), [&](const StateEntry &e) { return e.cgroup == cg; });
+    auto threads = root.read(cg_file(cg, "cgroup.threads"));
+    if (used || (threads && !trim(*threads).empty())) {
+      parts.emplace_back(cg, cpus);
+      rep.notes.push_back("partition " + std::string(k_cgroup_mount) + cg + " kept: threads still in it");
+      continue;
+    }
+    if (auto s = sys.remove_partition(cg); !s) {
+      parts.emplace_back(cg, cpus);
+      rep.notes.push_back("partition " + std::string(k_cgroup_mount) + cg + ": " + s.error().message);
+    } else {
+      rep.notes.push_back("partition " + std::string(k_cgroup_mount) + cg + " removed");
+    }
+  }
+  st.partitions = parts;
+  if (auto s = save_state(root, st); !s) {
+    return s.error();
+  }
+  return rep;
+}
+
+std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector<SchedRule> &rules,
+                                       std::optional<int> pid) {
+  const State st = load_state(sys.root());
+  std::vector<SchedListEntry> out;
+  std::vector<int> pids = pid ? std::vector<int>{*pid} : sys.pids();
+  for (int p : pids) {
+    for (int tid : sys.tids(p)) {
+      auto t = sys.thread(p, tid);
+      if (!t) {
+        continue;
+      }
+      const SchedRule *r = sched_match(rules, *t);
+      const bool managed = std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) {
+        return e.tid == tid && e.starttime == t->starttime;
+      });
+      if (r == nullptr && !managed) {
+        continue;
+      }
+      SchedListEntry e;
+      e.thread = *t;
+      auto a = sys.get(tid);
+      e.attr = a ? *a : SchedAttr{};
+      e.rule = r != nullptr ? r->name : "";
+      e.managed = managed;
+      out.push_back(std::move(e));
+    }
+  }
+  return out;
+}
+
+} // namespace mltune
