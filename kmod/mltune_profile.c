@@ -162,9 +162,12 @@ static struct vfsmount *mltune_proc_mnt;
 static struct vfsmount *mltune_sys_mnt;
 static struct workqueue_struct *mltune_wq;
 
+/* Log a refused write (rate limited) and evaluate to its errno. */
 #define mltune_refuse(err, fmt, ...) ({					\
-	pr_warn_ratelimited("refused (%d): " fmt, err, ##__VA_ARGS__);	\
-	err;								\
+	int __err = (err);						\
+									\
+	pr_warn_ratelimited("refused (%d): " fmt, __err, ##__VA_ARGS__);	\
+	__err;								\
 })
 
 /* --- running code in the worker: init credentials and namespaces --- */
@@ -307,7 +310,7 @@ static int mltune_check_path(const char *p, size_t len, u8 *tree)
 			se = end;
 		if (se == s || (se - s == 1 && s[0] == '.') ||
 		    (se - s == 2 && s[0] == '.' && s[1] == '.'))
-			return mltune_refuse(-EINVAL, "knob path %.*s has an empty, . or .. component\n",
+			return mltune_refuse(-EINVAL, "knob path %.*s: empty, . or .. component\n",
 					     (int)len, p);
 		s = se + 1;
 	}
@@ -630,7 +633,7 @@ static size_t mltune_normalize(char *s, size_t n, bool selector)
 		return o;
 	l = strchr(s, '[');
 	r = l ? strchr(l, ']') : NULL;
-	if (!r || strchr(l + 1, '[') != NULL || strchr(r, '[') != NULL)
+	if (!r || strchr(l + 1, '[') || strchr(r, '['))
 		return o;
 	o = r - l - 1;
 	memmove(s, l + 1, o);
@@ -800,7 +803,7 @@ static void mltune_record(const char *name, const struct mltune_switch *sw)
 static void mltune_announce(const char *result)
 {
 	char profile[16 + MLTUNE_NAME_MAX], gen[40], res[40];
-	char *envp[] = { profile, gen, res, NULL };
+	char *envp[4];
 	int ret;
 
 	sysfs_notify(mltune_kobj, NULL, "profile");
@@ -808,6 +811,10 @@ static void mltune_announce(const char *result)
 	snprintf(profile, sizeof(profile), "MLTUNE_PROFILE=%s", mltune_active);
 	snprintf(gen, sizeof(gen), "MLTUNE_GENERATION=%llu", mltune_generation);
 	snprintf(res, sizeof(res), "MLTUNE_RESULT=%s", result);
+	envp[0] = profile;
+	envp[1] = gen;
+	envp[2] = res;
+	envp[3] = NULL;
 	ret = kobject_uevent_env(&mltune_miscdev.this_device->kobj, KOBJ_CHANGE,
 				 envp);
 	if (ret)

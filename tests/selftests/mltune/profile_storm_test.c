@@ -26,6 +26,7 @@ static const char *const paths[NKNOB] = {
 	"/proc/sys/vm/vfs_cache_pressure",
 	"/sys/kernel/mm/transparent_hugepage/defrag",
 };
+
 static const char *const values[NPROF][NKNOB] = {
 	{ "10", "30", "100", "madvise" },
 	{ "20", "35", "150", "defer" },
@@ -92,8 +93,10 @@ static void *writer(void *arg)
 			p = which_profile();
 			read_active(active, sizeof(active));
 			if (p < 0 || strcmp(active, names[p]) || gen != want) {
-				ksft_print_msg("round %d: knobs match %d, active %s, generation %lld want %lld\n",
-					       r, p, active, gen, want);
+				ksft_print_msg("round %d: knobs match %d, active %s\n",
+					       r, p, active);
+				ksft_print_msg("generation %lld, want %lld\n",
+					       gen, want);
 				__atomic_add_fetch(&errors, 1,
 						   __ATOMIC_RELAXED);
 			}
@@ -122,7 +125,7 @@ static void *reader(void *arg)
 		if (i == NPROF && strcmp(buf, "baseline") &&
 		    strcmp(buf, "none") && strcmp(buf, "training") &&
 		    strcmp(buf, "inference")) {
-			ksft_print_msg("reader saw profile '%s'\n", buf);
+			ksft_print_msg("profile read as '%s'\n", buf);
 			__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED);
 		}
 		if (mltune_read_file(LAST_FILE, buf, sizeof(buf)) <= 0)

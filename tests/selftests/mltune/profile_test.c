@@ -181,7 +181,7 @@ static const char *const rb_b[] = {
 	"12", "32", "madvise", "8", "102", "52", "1002", "20002",
 };
 
-#define RB_N (int)(sizeof(rb_path) / sizeof(rb_path[0]))
+#define RB_N ((int)ARRAY_SIZE(rb_path))
 
 /* Knob list of set @vals; knob @bad (if >= 0) gets @bad_line instead. */
 static void rb_text(char *buf, size_t len, const char *const *vals, int bad,
@@ -326,7 +326,7 @@ static const char *const bad_knob_lines[] = {
 	"/proc/sys//vm/swappiness 1\n",
 	"/proc/sys/vm/swappiness/ 1\n",
 	"/proc/sys/vm/swappiness\n",
-	"/proc/sys/vm/swappiness \n",
+	"/proc/sys/vm/swappiness " "\n",
 	"proc/sys/vm/swappiness 1\n",
 	"/sys/kernel/mltune/profile training\n",
 	"/sys/../proc/sys/vm/swappiness 1\n",
@@ -344,16 +344,18 @@ static const char *const bad_knob_lines[] = {
 };
 
 /* A write of @len bytes at @path must fail with @want. */
-#define BAD(path, buf, len, want) do {					\
-	int __r = wr_len(path, buf, len);				\
-	if (__r != (want)) {						\
-		wrong++;						\
-		if (wrong < 10)						\
-			ksft_print_msg("%s: write of %zu bytes gave %d, want %d\n", \
-				       path, (size_t)(len), __r, want);	\
-	}								\
-	total++;							\
-} while (0)
+static void bad(const char *path, const void *buf, size_t len, int want,
+		int *total, int *wrong)
+{
+	int r = wr_len(path, buf, len);
+
+	if (r != want && ++*wrong < 10)
+		ksft_print_msg("%s: write of %zu bytes gave %d, want %d\n",
+			       path, len, r, want);
+	++*total;
+}
+
+#define BAD(path, buf, len, want) bad(path, buf, len, want, &total, &wrong)
 
 static void bad_writes_privileged(int *total_p, int *wrong_p)
 {
@@ -397,12 +399,12 @@ static void bad_writes_privileged(int *total_p, int *wrong_p)
 			-EINVAL, -EINVAL, -EINVAL, -EINVAL, -EINVAL, -EINVAL,
 		};
 
-		for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(c); i++)
 			BAD(CONTROL_FILE, c[i], strlen(c[i]), e[i]);
 		BAD(CONTROL_FILE, "+a\0b", 4, -EINVAL);
 	}
 	/* Knob lists: traversal, outside the allowlist, bad bytes. */
-	for (i = 0; i < sizeof(bad_knob_lines) / sizeof(bad_knob_lines[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(bad_knob_lines); i++)
 		BAD(knobs, bad_knob_lines[i], strlen(bad_knob_lines[i]),
 		    -EINVAL);
 	for (i = 0; i < 200; i++) {

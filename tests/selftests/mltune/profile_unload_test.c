@@ -2,7 +2,7 @@
 /*
  * Unloading restores the baseline (unless keep_on_unload=1), and 100
  * load/switch/unload cycles leak nothing measurable: Slab in /proc/meminfo
- * grows by less than SLAB_TOLERANCE_KB. Needs the module file in
+ * (after dropping caches) grows by less than SLAB_TOLERANCE_KB. Needs the module file in
  * $MLTUNE_KO (the VM test bed sets it); leaves the module loaded.
  */
 #define _GNU_SOURCE
@@ -12,9 +12,15 @@
 #include "../kselftest_harness.h"
 
 #define CYCLES			100
-#define WARMUP			5
-/* 100 cycles: a leak of one 1 KiB object per cycle shows. */
-#define SLAB_TOLERANCE_KB	96
+#define WARMUP			20
+/*
+ * Measured in the TCG guest (6.12, busybox): after 20 warm-up cycles Slab
+ * moves by -80..+170 kB per 50 cycles with no trend (slab caches filling
+ * up and draining). 400 kB over 100 cycles is 4 KiB per cycle: leaking
+ * the module's own per-load state (profiles, knob sets, baseline, kernfs
+ * nodes; over 10 KiB) or a proc mount per load shows.
+ */
+#define SLAB_TOLERANCE_KB	400
 
 static struct knob orig[2 * MAX_TEST_KNOBS], want[MAX_TEST_KNOBS];
 static int norig;
@@ -85,7 +91,7 @@ static int record_orig(void)
 			if (k < nr || knob_read(want[j].path, buf, sizeof(buf)))
 				continue;
 			orig[nr] = want[j];
-			strcpy(orig[nr].value, buf);
+			snprintf(orig[nr].value, sizeof(orig[nr].value), "%s", buf);
 			orig[nr].optional = false;
 			nr++;
 		}

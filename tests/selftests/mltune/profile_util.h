@@ -221,7 +221,7 @@ static inline int count_mismatches(const struct knob *k, int nr, bool verbose)
 			}
 			continue;
 		}
-		strcpy(want, k[i].value);
+		snprintf(want, sizeof(want), "%s", k[i].value);
 		normalize(want, false);
 		if (strcmp(cur, want)) {
 			bad++;
