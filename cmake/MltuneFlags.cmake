@@ -7,6 +7,8 @@ if(MLTUNE_FUZZ)
     message(FATAL_ERROR "MLTUNE_FUZZ=ON needs clang (CXX=clang++-16)")
   endif()
   set(MLTUNE_SANITIZE ON)
+  # Coverage instrumentation for the library code the fuzz targets drive.
+  target_compile_options(mltune_flags INTERFACE -fsanitize=fuzzer-no-link)
 endif()
 
 if(MLTUNE_SANITIZE)
