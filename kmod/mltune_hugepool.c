@@ -26,6 +26,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": hugepool: " fmt
 
 #include <linux/atomic.h>
+#include <linux/bits.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/kernel.h>
@@ -51,9 +52,9 @@
 #include "mltune_hugepool.h"
 
 #define HP_SHIFT	MLTUNE_HUGEPOOL_PAGE_SHIFT
-#define HP_SIZE		(1UL << HP_SHIFT)
+#define HP_SIZE		BIT(HP_SHIFT)
 #define HP_ORDER	(HP_SHIFT - PAGE_SHIFT)
-#define HP_NR		(1UL << HP_ORDER)
+#define HP_NR		BIT(HP_ORDER)
 /* vm_pgoff bits below the node number (see MLTUNE_HUGEPOOL_MMAP_OFFSET). */
 #define HP_NODE_PGOFF_SHIFT	(MLTUNE_HUGEPOOL_NODE_SHIFT - PAGE_SHIFT)
 
@@ -84,7 +85,7 @@ static DEFINE_MUTEX(hp_resize_lock);
 
 struct hp_node {
 	int nid;
-	spinlock_t lock;
+	spinlock_t lock;		/* the three fields below */
 	struct list_head free_list;	/* head pages, linked by page->lru */
 	unsigned long nr_free;		/* pages on free_list */
 	unsigned long nr_reserved;	/* free plus in buffers */

@@ -10,10 +10,10 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
-#include <linux/mm.h>	/* thp_get_unmapped_area */
 #include <linux/init.h>
 #include <linux/kobject.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>		/* thp_get_unmapped_area */
 #include <linux/module.h>
 #include <linux/sysfs.h>
 

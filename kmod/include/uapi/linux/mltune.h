@@ -21,12 +21,13 @@
 #ifndef _UAPI_LINUX_MLTUNE_H
 #define _UAPI_LINUX_MLTUNE_H
 
+#include <linux/const.h>
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
 /* Pool pages are 2 MiB on every architecture. */
 #define MLTUNE_HUGEPOOL_PAGE_SHIFT	21
-#define MLTUNE_HUGEPOOL_PAGE_SIZE	(1ULL << MLTUNE_HUGEPOOL_PAGE_SHIFT)
+#define MLTUNE_HUGEPOOL_PAGE_SIZE	_BITULL(MLTUNE_HUGEPOOL_PAGE_SHIFT)
 
 /*
  * mmap offset selecting a node: bits 40 and up hold the node number, the
