@@ -5,7 +5,9 @@
  * writers parked on a barrier) every knob must equal exactly one profile,
  * the one /sys/kernel/mltune/profile names, and generation must have
  * counted every switch. MLTUNE_STORM_SWITCHES overrides the per-thread
- * count.
+ * count; on a slow guest the storm stops at the first quiescent point
+ * after BUDGET_S seconds and says so. Slab (after dropping caches) must
+ * not grow by SLAB_TOLERANCE_KB over the storm: no per-switch leak.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -15,7 +17,11 @@
 
 #define WRITERS		8
 #define READERS		2
-#define ROUNDS		8
+#define ROUNDS		16
+/* Stop after the round that ends past this (slow TCG guests). */
+#define BUDGET_S	30.0
+/* Slab growth over the whole storm; 16000 switches: 16 bytes each. */
+#define SLAB_TOLERANCE_KB 256
 #define NPROF		3
 #define NKNOB		4
 
@@ -39,6 +45,9 @@ static int stop_readers;
 static int errors;
 static long long gen_base;
 static int switches_failed;
+static int rounds_done;
+static double t_start;
+static int stop_rounds;
 
 static unsigned int rnd(unsigned int *x)
 {
@@ -75,7 +84,7 @@ static void *writer(void *arg)
 	long id = (long)arg;
 	int r, i, p, ret;
 
-	for (r = 0; r < ROUNDS; r++) {
+	for (r = 0; r < ROUNDS && !stop_rounds; r++) {
 		for (i = 0; i < per_round; i++) {
 			p = rnd(&seed) % NPROF;
 			ret = switch_to(names[p]);
@@ -100,6 +109,10 @@ static void *writer(void *arg)
 				__atomic_add_fetch(&errors, 1,
 						   __ATOMIC_RELAXED);
 			}
+			rounds_done = r + 1;
+			/* Seen by all writers after the next barrier. */
+			if (now_s() - t_start > BUDGET_S)
+				stop_rounds = 1;
 		}
 		pthread_barrier_wait(&barrier);
 	}
@@ -134,7 +147,12 @@ static void *reader(void *arg)
 	return NULL;
 }
 
-TEST(storm)
+FIXTURE(storm) {};
+FIXTURE_SETUP(storm) {}
+FIXTURE_TEARDOWN(storm) {}
+
+/* Under TCG a switch takes about 1 ms: 16000 of them need more than 30 s. */
+TEST_F_TIMEOUT(storm, writers_and_readers, 110)
 {
 	pthread_t w[WRITERS], rd[READERS];
 	char text[1024];
@@ -145,6 +163,8 @@ TEST(storm)
 	int p, k;
 	size_t n;
 
+	long slab0, slab1;
+
 	per_round = total / ROUNDS > 0 ? total / ROUNDS : 1;
 	for (p = 0; p < NPROF; p++) {
 		n = 0;
@@ -153,10 +173,15 @@ TEST(storm)
 				      paths[k], values[p][k]);
 		ASSERT_EQ(0, define_profile(names[p], text));
 	}
+	/* Warm up the switch path before measuring Slab. */
+	for (p = 0; p < 30; p++)
+		ASSERT_EQ(0, switch_to(names[p % NPROF]));
+	slab0 = slab_kb();
 	gen_base = read_generation();
 	ASSERT_LE(0, gen_base);
 	ASSERT_EQ(0, pthread_barrier_init(&barrier, NULL, WRITERS));
 	t0 = now_s();
+	t_start = t0;
 	for (i = 0; i < READERS; i++)
 		ASSERT_EQ(0, pthread_create(&rd[i], NULL, reader, NULL));
 	for (i = 0; i < WRITERS; i++)
@@ -167,7 +192,14 @@ TEST(storm)
 	for (i = 0; i < READERS; i++)
 		pthread_join(rd[i], NULL);
 	ksft_print_msg("%d writers x %d switches in %.1f s\n", WRITERS,
-		       per_round * ROUNDS, now_s() - t0);
+		       per_round * rounds_done, now_s() - t0);
+	if (rounds_done < ROUNDS)
+		ksft_print_msg("time budget of %.0f s reached after %d of %d rounds\n",
+			       BUDGET_S, rounds_done, ROUNDS);
+	slab1 = slab_kb();
+	ksft_print_msg("Slab %ld kB -> %ld kB (tolerance %d kB)\n", slab0,
+		       slab1, SLAB_TOLERANCE_KB);
+	EXPECT_LT(slab1 - slab0, SLAB_TOLERANCE_KB);
 	EXPECT_EQ(0, switches_failed);
 	EXPECT_EQ(0, errors);
 	pthread_barrier_destroy(&barrier);

@@ -16,11 +16,12 @@
 /*
  * Measured in the TCG guest (6.12, busybox): after 20 warm-up cycles Slab
  * moves by -80..+170 kB per 50 cycles with no trend (slab caches filling
- * up and draining). 400 kB over 100 cycles is 4 KiB per cycle: leaking
- * the module's own per-load state (profiles, knob sets, baseline, kernfs
- * nodes; over 10 KiB) or a proc mount per load shows.
+ * up and draining), 7.2 up to 380 kB per 100. 1 MiB over 100 cycles is
+ * 10 KiB per cycle: leaking the module's per-load state (built-in knob
+ * sets, baseline, kernfs nodes, workqueue, a proc superblock) shows;
+ * per-switch leaks are caught by the storm test's Slab check.
  */
-#define SLAB_TOLERANCE_KB	400
+#define SLAB_TOLERANCE_KB	1024
 
 static struct knob orig[2 * MAX_TEST_KNOBS], want[MAX_TEST_KNOBS];
 static int norig;
@@ -53,24 +54,6 @@ static int unload(void)
 	return -EBUSY;
 }
 
-static long slab_kb(void)
-{
-	char *mi, *s;
-	long kb = -1;
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		sync();
-		mltune_write_file("/proc/sys/vm/drop_caches", "3");
-	}
-	mi = slurp("/proc/meminfo");
-	s = mi ? strstr(mi, "\nSlab:") : NULL;
-	if (s)
-		kb = strtol(s + 6, NULL, 10);
-	free(mi);
-	return kb;
-}
-
 /* Current values of every knob of both built-in profiles, in orig[]. */
 static int record_orig(void)
 {
@@ -91,7 +74,7 @@ static int record_orig(void)
 			if (k < nr || knob_read(want[j].path, buf, sizeof(buf)))
 				continue;
 			orig[nr] = want[j];
-			snprintf(orig[nr].value, sizeof(orig[nr].value), "%s", buf);
+			snprintf(orig[nr].value, sizeof(orig[nr].value), "%.4096s", buf);
 			orig[nr].optional = false;
 			nr++;
 		}
@@ -120,7 +103,11 @@ static void restore_by_hand(void)
 	}
 }
 
-TEST(unload_restores_baseline)
+FIXTURE(unload) {};
+FIXTURE_SETUP(unload) {}
+FIXTURE_TEARDOWN(unload) {}
+
+TEST_F_TIMEOUT(unload, restores_baseline, 60)
 {
 	int nr;
 
@@ -148,7 +135,8 @@ TEST(unload_restores_baseline)
 	ASSERT_EQ(0, load(""));
 }
 
-TEST(load_unload_cycles_leak_nothing)
+/* About 0.2 s per cycle under TCG. */
+TEST_F_TIMEOUT(unload, cycles_leak_nothing, 100)
 {
 	long before = 0, after;
 	double t0 = now_s();

@@ -221,7 +221,7 @@ static inline int count_mismatches(const struct knob *k, int nr, bool verbose)
 			}
 			continue;
 		}
-		snprintf(want, sizeof(want), "%s", k[i].value);
+		snprintf(want, sizeof(want), "%.4096s", k[i].value);
 		normalize(want, false);
 		if (strcmp(cur, want)) {
 			bad++;
@@ -239,6 +239,25 @@ static inline double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Slab in /proc/meminfo in kB after dropping caches; -1 on error. */
+static inline long slab_kb(void)
+{
+	char *mi, *s;
+	long kb = -1;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		sync();
+		mltune_write_file("/proc/sys/vm/drop_caches", "3");
+	}
+	mi = slurp("/proc/meminfo");
+	s = mi ? strstr(mi, "\nSlab:") : NULL;
+	if (s)
+		kb = strtol(s + 6, NULL, 10);
+	free(mi);
+	return kb;
 }
 
 #endif /* MLTUNE_PROFILE_UTIL_H */
