@@ -105,14 +105,26 @@ aud=$(T "$MLTUNECTL" audit --profile "$PROFILE")
 
 tv="not runnable"
 if timeout 20 tuned-adm verify >"$SCRATCH/tv.out" 2>&1; then
-	tv="$(T tuned-adm verify) ms"
+	tv="$(T tuned-adm verify) (wall cpu, ms)"
 else
 	tv="not runnable: $(head -c 120 "$SCRATCH/tv.out" | tr '\n' ' ')"
 fi
 
 ratio() { "$PY" -c "print(f'{$1/$2:.1f}x')"; }
-printf '%-36s %10s ms\n' "mltunectl switch (direct)" "$mlt"
-printf '%-36s %10s ms   (%s slower than mltunectl)\n' "tuned one-shot (no daemon)" "$tnd" "$(ratio "$tnd" "$mlt")"
-printf '%-36s %10s ms   (%s slower than mltunectl)\n' "python loop (sysctl writes)" "$pyl" "$(ratio "$pyl" "$mlt")"
-printf '%-36s %10s ms   (target < 20 ms)\n' "mltunectl audit" "$aud"
-printf '%-36s %s\n' "tuned-adm verify" "$tv"
+row() { # label "WALL CPU" [baseline "WALL CPU"]
+	local w c bw bc
+	read -r w c <<<"$2"
+	if [ $# -gt 2 ]; then
+		read -r bw bc <<<"$3"
+		printf '%-30s %10s ms %10s ms   %8s %8s\n' "$1" "$w" "$c" "$(ratio "$w" "$bw")" "$(ratio "$c" "$bc")"
+	else
+		printf '%-30s %10s ms %10s ms\n' "$1" "$w" "$c"
+	fi
+}
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-30s %13s %13s   %8s %8s\n' "" "wall" "cpu" "wall x" "cpu x"
+row "mltunectl switch (direct)" "$mlt"
+row "tuned one-shot (no daemon)" "$tnd" "$mlt"
+row "python loop (sysctl writes)" "$pyl" "$mlt"
+row "mltunectl audit (< 20 ms)" "$aud"
+printf '%-30s %s\n' "tuned-adm verify" "$tv"
