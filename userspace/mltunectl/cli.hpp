@@ -45,6 +45,9 @@ void register_audit(CLI::App &app, Context &ctx);
 void register_verify(CLI::App &app, Context &ctx); // verify and diff
 void register_switch(CLI::App &app, Context &ctx);
 void register_persist(CLI::App &app, Context &ctx);
+void register_topology(CLI::App &app, Context &ctx);
+void register_plan(CLI::App &app, Context &ctx);
+void register_boot(CLI::App &app, Context &ctx);
 
 // Runs mltunectl with argv (without the program name); returns the exit code.
 int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err);

@@ -1,0 +1,58 @@
+// Kernel command-line parameters for a profile and a feeder-core plan, the
+// GRUB drop-in that carries them, and their verification after a reboot.
+#pragma once
+
+#include "mltune/cpulist.hpp"
+#include "mltune/plan.hpp"
+#include "mltune/profile.hpp"
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+#include "mltune/topology.hpp"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune {
+
+inline constexpr std::string_view k_grub_dropin = "/etc/default/grub.d/mltune.cfg";
+
+struct BootOptions {
+  std::string profile = "training";
+  std::string isolate = "feeder"; // resolve_cpuset() spec of the CPUs to isolate
+  std::string thp;                // transparent_hugepage= value; "" = not set
+  bool numa_balancing_off = false;
+  bool low_latency = false;       // C-state limits (inference)
+};
+
+// Reads the profile's THP and NUMA-balancing knobs; inference profiles (name
+// contains "inference") get C-state limits.
+BootOptions boot_options_for(const Profile &profile);
+
+struct BootParam {
+  std::string key;    // "nohz_full"
+  std::string value;  // "8-15"; "" for flags (nosoftlockup)
+  std::string reason;
+  [[nodiscard]] std::string str() const { return value.empty() ? key : key + "=" + value; }
+};
+
+Result<std::vector<BootParam>> boot_params(const Topology &topo, const Plan &plan, const BootOptions &opts);
+// "nohz_full=8-15 isolcpus=managed_irq,domain,8-15 ..."
+std::string boot_fragment(const std::vector<BootParam> &params);
+// Content of /etc/default/grub.d/mltune.cfg.
+std::string grub_dropin(const std::vector<BootParam> &params, std::string_view profile);
+
+struct BootDiff {
+  std::string what;     // "nohz_full" or "/sys/devices/system/cpu/isolated"
+  std::string expected; // "" = must be absent
+  std::string actual;   // "" = absent
+};
+
+// Compares the parameters with /proc/cmdline and with what the kernel made
+// of them in /sys/devices/system/cpu/{isolated,nohz_full}.  Empty = match.
+Result<std::vector<BootDiff>> verify_boot(const Sysroot &root, const std::vector<BootParam> &params);
+
+// Every key mltune manages on the command line.
+const std::vector<std::string_view> &boot_managed_keys();
+
+} // namespace mltune

@@ -1,0 +1,540 @@
+#include "mltune/topology.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+namespace mltune {
+
+namespace fs = std::filesystem;
+
+const NumaNode *Topology::node(int id) const {
+  for (const auto &n : nodes) {
+    if (n.id == id) {
+      return &n;
+    }
+  }
+  return nullptr;
+}
+
+bool Topology::smt() const {
+  return std::any_of(cores.begin(), cores.end(), [](const Core &c) { return c.threads.count() > 1; });
+}
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::optional<long long> to_int(std::string_view s) {
+  s = trim(s);
+  long long v = 0;
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// "node12" -> 12 for names PREFIX<digits>.
+std::optional<int> suffix_number(std::string_view name, std::string_view prefix) {
+  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) {
+    return std::nullopt;
+  }
+  auto v = to_int(name.substr(prefix.size()));
+  if (!v || *v < 0 || *v > 1 << 20) {
+    return std::nullopt;
+  }
+  return static_cast<int>(*v);
+}
+
+bool is_pci_address(std::string_view s) {
+  // dddd:bb:dd.f (hex)
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') {
+    return false;
+  }
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == 4 || i == 7 || i == 10) {
+      continue;
+    }
+    if (std::isxdigit(static_cast<unsigned char>(s[i])) == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+class Reader {
+public:
+  Reader(const Sysroot &root, Topology &t) : root_(root), t_(t) {}
+
+  void warn(std::string msg) { t_.warnings.push_back(std::move(msg)); }
+
+  std::optional<std::string> text(const std::string &abs, bool required_warn) {
+    auto r = root_.read(abs);
+    if (!r) {
+      if (required_warn) {
+        warn(r.error().message);
+      }
+      return std::nullopt;
+    }
+    return std::string(trim(*r));
+  }
+
+  std::optional<long long> integer(const std::string &abs, bool required_warn) {
+    auto s = text(abs, required_warn);
+    if (!s) {
+      return std::nullopt;
+    }
+    auto v = to_int(*s);
+    if (!v) {
+      warn(abs + ": expected an integer, got '" + s->substr(0, 40) + "'");
+    }
+    return v;
+  }
+
+  std::optional<CpuSet> cpulist(const std::string &abs, bool required_warn) {
+    auto s = text(abs, required_warn);
+    if (!s) {
+      return std::nullopt;
+    }
+    auto c = parse_cpuset(*s, abs);
+    if (!c) {
+      warn(c.error().message);
+      return std::nullopt;
+    }
+    return *c;
+  }
+
+  // Resolves symlinks of an absolute node path inside the sysroot; nullopt
+  // when it does not exist or escapes the sysroot.
+  std::optional<std::string> resolve(const std::string &abs) {
+    std::error_code ec;
+    const fs::path host = fs::canonical(root_.path(abs), ec);
+    if (ec) {
+      return std::nullopt;
+    }
+    if (!root_canon_) {
+      root_canon_ = fs::canonical(root_.root(), ec).string();
+      if (ec) {
+        root_canon_ = root_.root().string();
+      }
+    }
+    const std::string h = host.string();
+    const std::string &r = *root_canon_;
+    if (r == "/") {
+      return h;
+    }
+    if (h.size() < r.size() || h.compare(0, r.size(), r) != 0 || (h.size() > r.size() && h[r.size()] != '/')) {
+      warn(abs + ": symlink leads outside the sysroot");
+      return std::nullopt;
+    }
+    return h.size() == r.size() ? std::string("/") : h.substr(r.size());
+  }
+
+  std::string link_name(const std::string &abs) {
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(root_.path(abs), ec);
+    return ec ? std::string() : target.filename().string();
+  }
+
+  PciLocality pci(const std::string &dev_abs, std::string address) {
+    PciLocality p;
+    p.address = std::move(address);
+    if (auto n = integer(dev_abs + "/numa_node", false)) {
+      p.numa_node = static_cast<int>(std::clamp<long long>(*n, -1, 1 << 20));
+    }
+    if (auto c = cpulist(dev_abs + "/local_cpulist", false)) {
+      p.local_cpus = *c;
+    }
+    return p;
+  }
+
+  // PCI device path (node path) at or above `dev` (resolved).
+  std::optional<std::string> pci_parent(std::string dev) {
+    while (!dev.empty() && dev != "/") {
+      const std::string name = fs::path(dev).filename().string();
+      if (is_pci_address(name) && root_.exists(dev + "/class")) {
+        return dev;
+      }
+      dev = fs::path(dev).parent_path().string();
+    }
+    return std::nullopt;
+  }
+
+  const Sysroot &root_;
+  Topology &t_;
+  std::optional<std::string> root_canon_;
+};
+
+// IRQ number -> action name from /proc/interrupts (streamed: it grows past
+// 1 MiB on large machines).
+std::unordered_map<unsigned, std::string> irq_names(const Sysroot &root) {
+  std::unordered_map<unsigned, std::string> out;
+  std::ifstream in(root.path("/proc/interrupts"));
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string_view l = trim(line);
+    const auto colon = l.find(':');
+    if (colon == std::string_view::npos) {
+      continue;
+    }
+    auto irq = to_int(l.substr(0, colon));
+    if (!irq || *irq < 0) {
+      continue; // NMI, LOC, header ...
+    }
+    const auto last = l.find_last_of(" \t");
+    if (last == std::string_view::npos || last < colon) {
+      continue;
+    }
+    out[static_cast<unsigned>(*irq)] = std::string(l.substr(last + 1));
+  }
+  return out;
+}
+
+std::string vendor_name(std::string_view id) {
+  if (id == "0x10de") {
+    return "NVIDIA";
+  }
+  if (id == "0x1002") {
+    return "AMD";
+  }
+  if (id == "0x8086") {
+    return "Intel";
+  }
+  if (id == "0x1da3") {
+    return "Habana";
+  }
+  if (id == "0x1234" || id == "0x1af4" || id == "0x1b36") {
+    return "QEMU";
+  }
+  return "";
+}
+
+// Display controllers that are never compute devices: BMC video (ASPEED,
+// Matrox G200eW/eH), legacy server VGA.
+bool bmc_vendor(std::string_view id) { return id == "0x1a03" || id == "0x102b" || id == "0x19a2"; }
+
+bool gpu_class(std::string_view cls, std::string_view vendor) {
+  if (cls.size() < 6) {
+    return false;
+  }
+  const std::string_view base = cls.substr(0, 6); // 0xCCSS
+  if (base == "0x0300" || base == "0x0302") {
+    return !bmc_vendor(vendor);
+  }
+  // Display "other" (AMD Instinct) and processing accelerators (Gaudi,
+  // Intel Data Center GPU Max in compute mode) from GPU vendors only.
+  if (base == "0x0380" || base == "0x1200") {
+    return vendor == "0x10de" || vendor == "0x1002" || vendor == "0x8086" || vendor == "0x1da3";
+  }
+  return false;
+}
+
+} // namespace
+
+Result<Topology> discover_topology(const Sysroot &root) {
+  Topology t;
+  Reader rd(root, t);
+
+  // ---- CPUs ---------------------------------------------------------------
+  const std::string online_path = "/sys/devices/system/cpu/online";
+  auto online_text = root.read(online_path);
+  if (!online_text) {
+    return failure("cannot describe the machine: " + online_text.error().message, online_text.error().sys_errno);
+  }
+  auto online = parse_cpuset(*online_text, online_path);
+  if (!online) {
+    return failure(online.error().message);
+  }
+  if (online->empty()) {
+    return failure(online_path + ": no online CPU");
+  }
+  t.online = *online;
+
+  if (auto info = root.read("/proc/cpuinfo")) {
+    std::string_view s = *info;
+    auto field = [&](std::string_view key) -> std::string {
+      const auto p = s.find(key);
+      if (p == std::string_view::npos) {
+        return "";
+      }
+      const auto colon = s.find(':', p);
+      const auto nl = s.find('\n', p);
+      if (colon == std::string_view::npos || (nl != std::string_view::npos && colon > nl)) {
+        return "";
+      }
+      return std::string(trim(s.substr(colon + 1, nl == std::string_view::npos ? nl : nl - colon - 1)));
+    };
+    t.cpu_vendor = field("vendor_id");
+    t.cpu_model = field("model name");
+  }
+
+  struct CpuInfo {
+    int socket = 0;
+    int core_id = 0;
+    int node = -1;
+    CpuSet siblings;
+  };
+  std::map<unsigned, CpuInfo> cpus;
+  for (const unsigned c : t.online.cpus()) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology";
+    CpuInfo ci;
+    if (auto p = rd.integer(dir + "/physical_package_id", true)) {
+      ci.socket = static_cast<int>(std::clamp<long long>(*p, 0, 1 << 20)); // -1 in some VMs
+    }
+    if (auto k = rd.integer(dir + "/core_id", true)) {
+      ci.core_id = static_cast<int>(std::clamp<long long>(*k, -1, 1 << 30));
+    }
+    auto sib = rd.cpulist(dir + "/thread_siblings_list", false);
+    if (!sib) {
+      sib = rd.cpulist(dir + "/core_cpus_list", false);
+    }
+    if (!sib) {
+      rd.warn(dir + "/thread_siblings_list: missing; treating CPU " + std::to_string(c) + " as a core of its own");
+      sib = CpuSet{c};
+    }
+    if (!sib->test(c)) {
+      rd.warn(dir + "/thread_siblings_list: does not contain CPU " + std::to_string(c));
+      sib->set(c);
+    }
+    *sib &= t.online;
+    ci.siblings = *sib;
+    cpus[c] = ci;
+  }
+
+  // ---- NUMA nodes ---------------------------------------------------------
+  std::vector<int> node_ids;
+  if (auto nl = rd.cpulist("/sys/devices/system/node/online", false)) {
+    for (const unsigned n : nl->cpus()) {
+      node_ids.push_back(static_cast<int>(n));
+    }
+  } else {
+    for (const auto &name : root.list_dir("/sys/devices/system/node")) {
+      if (auto n = suffix_number(name, "node")) {
+        node_ids.push_back(*n);
+      }
+    }
+    std::sort(node_ids.begin(), node_ids.end());
+  }
+  std::map<unsigned, std::string> cpu_node_file;
+  if (node_ids.empty()) {
+    // Kernel without NUMA: one node with every CPU.
+    NumaNode n;
+    n.id = 0;
+    n.cpus = t.online;
+    n.distances = {10};
+    t.nodes.push_back(n);
+  }
+  for (const int id : node_ids) {
+    const std::string dir = "/sys/devices/system/node/node" + std::to_string(id);
+    NumaNode n;
+    n.id = id;
+    const std::string cl = dir + "/cpulist";
+    if (auto c = rd.cpulist(cl, true)) {
+      n.cpus = *c & t.online;
+    }
+    for (const unsigned c : n.cpus.cpus()) {
+      if (auto [it, fresh] = cpu_node_file.emplace(c, cl); !fresh) {
+        return failure("inconsistent topology: CPU " + std::to_string(c) + " is listed in both " + it->second +
+                       " and " + cl);
+      }
+    }
+    if (auto mi = root.read(dir + "/meminfo")) {
+      const auto p = mi->find("MemTotal:");
+      if (p != std::string::npos) {
+        const auto e = mi->find('\n', p);
+        std::string_view v = std::string_view(*mi).substr(p + 9, e == std::string::npos ? std::string::npos : e - p - 9);
+        v = trim(v);
+        if (v.size() > 3 && v.substr(v.size() - 2) == "kB") {
+          v = trim(v.substr(0, v.size() - 2));
+        }
+        if (auto kb = to_int(v); kb && *kb >= 0) {
+          n.mem_total_kb = static_cast<std::uint64_t>(*kb);
+        } else {
+          rd.warn(dir + "/meminfo: cannot parse MemTotal");
+        }
+      }
+    }
+    if (auto d = rd.text(dir + "/distance", false)) {
+      std::string_view s = *d;
+      while (!s.empty()) {
+        const auto sp = s.find(' ');
+        const std::string_view tok = s.substr(0, sp);
+        if (!tok.empty()) {
+          auto v = to_int(tok);
+          if (!v || *v < 0 || *v > 255) {
+            rd.warn(dir + "/distance: invalid entry '" + std::string(tok.substr(0, 20)) + "'");
+            n.distances.clear();
+            break;
+          }
+          n.distances.push_back(static_cast<int>(*v));
+        }
+        if (sp == std::string_view::npos) {
+          break;
+        }
+        s.remove_prefix(sp + 1);
+      }
+      if (!n.distances.empty() && n.distances.size() != node_ids.size()) {
+        rd.warn(dir + "/distance: " + std::to_string(n.distances.size()) + " entries for " +
+                std::to_string(node_ids.size()) + " nodes");
+        n.distances.clear();
+      }
+    }
+    t.nodes.push_back(std::move(n));
+  }
+  for (auto &n : t.nodes) {
+    for (const unsigned c : n.cpus.cpus()) {
+      cpus[c].node = n.id;
+    }
+  }
+  const CpuSet unassigned = [&] {
+    CpuSet s = t.online;
+    for (const auto &n : t.nodes) {
+      s -= n.cpus;
+    }
+    return s;
+  }();
+  if (!unassigned.empty()) {
+    rd.warn("/sys/devices/system/node: online CPUs " + unassigned.str() + " are in no NUMA node");
+  }
+
+  // ---- physical cores and sockets ------------------------------------------
+  CpuSet seen;
+  std::map<int, Socket> sockets;
+  for (const auto &[c, ci] : cpus) {
+    auto &s = sockets[ci.socket];
+    s.id = ci.socket;
+    s.cpus.set(c);
+    if (ci.node >= 0 && std::find(s.nodes.begin(), s.nodes.end(), ci.node) == s.nodes.end()) {
+      s.nodes.push_back(ci.node);
+    }
+    if (seen.test(c)) {
+      continue;
+    }
+    Core core;
+    core.socket = ci.socket;
+    core.core_id = ci.core_id;
+    core.node = ci.node;
+    core.threads = ci.siblings - seen;
+    core.threads.set(c);
+    for (const unsigned s2 : core.threads.cpus()) {
+      const auto &o = cpus[s2];
+      if (o.node != ci.node) {
+        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/thread_siblings_list: SMT sibling of CPU " +
+                std::to_string(c) + " is on NUMA node " + std::to_string(o.node) + ", not " + std::to_string(ci.node));
+      }
+      if (o.socket != ci.socket) {
+        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/physical_package_id: SMT sibling of CPU " +
+                std::to_string(c) + " is on socket " + std::to_string(o.socket));
+      }
+    }
+    seen |= core.threads;
+    sockets[ci.socket].cores++;
+    t.cores.push_back(std::move(core));
+  }
+  for (auto &[id, s] : sockets) {
+    std::sort(s.nodes.begin(), s.nodes.end());
+    t.sockets.push_back(std::move(s));
+  }
+
+  // ---- PCI devices: GPUs -----------------------------------------------------
+  for (const auto &addr : root.list_dir("/sys/bus/pci/devices")) {
+    const std::string dev = "/sys/bus/pci/devices/" + addr;
+    auto cls = rd.text(dev + "/class", false);
+    if (!cls) {
+      continue;
+    }
+    auto vendor = rd.text(dev + "/vendor", false);
+    if (!vendor || !gpu_class(*cls, *vendor)) {
+      continue;
+    }
+    Gpu g;
+    g.index = static_cast<unsigned>(t.gpus.size());
+    g.pci = rd.pci(dev, addr);
+    g.vendor_id = *vendor;
+    g.device_id = rd.text(dev + "/device", false).value_or("");
+    g.pci_class = *cls;
+    g.vendor = vendor_name(*vendor);
+    if (g.vendor.empty()) {
+      g.vendor = *vendor;
+    }
+    t.gpus.push_back(std::move(g));
+  }
+
+  // ---- NICs -------------------------------------------------------------------
+  std::optional<std::unordered_map<unsigned, std::string>> names;
+  for (const auto &ifname : root.list_dir("/sys/class/net")) {
+    const std::string base = "/sys/class/net/" + ifname;
+    if (!root.exists(base + "/device")) {
+      continue; // lo, bridges, tunnels
+    }
+    auto devpath = rd.resolve(base + "/device");
+    if (!devpath) {
+      rd.warn(base + "/device: cannot resolve");
+      continue;
+    }
+    auto pcidev = rd.pci_parent(*devpath);
+    if (!pcidev) {
+      continue; // not a PCI NIC
+    }
+    Nic nic;
+    nic.name = ifname;
+    nic.pci = rd.pci(*pcidev, fs::path(*pcidev).filename().string());
+    nic.driver = rd.link_name(base + "/device/driver");
+    for (const auto &q : root.list_dir(base + "/queues")) {
+      nic.rx_queues += q.rfind("rx-", 0) == 0 ? 1 : 0;
+      nic.tx_queues += q.rfind("tx-", 0) == 0 ? 1 : 0;
+    }
+    if (!names) {
+      names = irq_names(root);
+    }
+    std::vector<unsigned> irqs;
+    for (const auto &m : root.list_dir(*pcidev + "/msi_irqs")) {
+      if (auto v = to_int(m); v && *v >= 0) {
+        irqs.push_back(static_cast<unsigned>(*v));
+      } else {
+        rd.warn(*pcidev + "/msi_irqs/" + m + ": not an IRQ number");
+      }
+    }
+    if (irqs.empty()) {
+      if (auto v = rd.integer(*pcidev + "/irq", false); v && *v > 0) {
+        irqs.push_back(static_cast<unsigned>(*v));
+      }
+    }
+    std::sort(irqs.begin(), irqs.end());
+    for (const unsigned i : irqs) {
+      auto it = names->find(i);
+      nic.irqs.push_back({i, it == names->end() ? std::string() : it->second});
+    }
+    t.nics.push_back(std::move(nic));
+  }
+
+  // ---- NVMe ---------------------------------------------------------------------
+  for (const auto &name : root.list_dir("/sys/class/nvme")) {
+    const std::string base = "/sys/class/nvme/" + name;
+    auto devpath = rd.resolve(base + "/device");
+    if (!devpath) {
+      continue;
+    }
+    auto pcidev = rd.pci_parent(*devpath);
+    if (!pcidev) {
+      continue; // NVMe over fabrics
+    }
+    t.nvme.push_back({name, rd.pci(*pcidev, fs::path(*pcidev).filename().string())});
+  }
+  return t;
+}
+
+} // namespace mltune
