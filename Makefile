@@ -97,7 +97,9 @@ selftests: $(KSFT)/lib.mk
 	@$(MAKE) -s -C $(KSFT)/mltune OUTPUT=$(BUILD)/selftests/mltune \
 		MLTUNE_UAPI=$(ROOT)/kmod/include/uapi all
 	@$(MAKE) -s -C $(KSFT)/mltune OUTPUT=$(BUILD)/selftests/mltune emit_tests | \
-		sed -n 's/^mltune://p' > $(BUILD)/selftests/mltune/kselftest-list.txt
+		sed -nE "s/^[^:]*:([^:]+)$$/\1/p" > $(BUILD)/selftests/mltune/kselftest-list.txt
+	@test -s $(BUILD)/selftests/mltune/kselftest-list.txt || \
+		{ echo "selftests: no test in TEST_GEN_PROGS" >&2; exit 1; }
 	@cp tests/selftests/mltune/settings $(BUILD)/selftests/mltune/settings
 
 # Everything tests/vm/run puts into a guest of $(KERNEL).

@@ -100,7 +100,9 @@ vm_suite() { # vm_suite SERIES
 guest_suite() { # guest_suite SERIES
 	local s=$1 log=$LOGS/guest-$1.log rc p f k t
 	local names
-	names=$(cd tests/guest && ls *.sh 2>/dev/null | tr '\n' ' ')
+	# every executable *.sh except the sourced helpers in lib.sh
+	names=$(cd tests/guest && for t in *.sh; do
+		[ -x "$t" ] && [ "$t" != lib.sh ] && printf '%s ' "$t"; done)
 	if [ -n "$names" ]; then
 		note "---- guest integration tests in the $s guest"
 		tests/vm/run --kernel "$s" --no-build --bin /usr/sbin/ethtool \
