@@ -16,6 +16,9 @@ MATRIX := 6.1 6.12 7.2
 KERNEL ?= 7.2
 CACHE := $(or $(MLTUNE_CACHE),$(XDG_CACHE_HOME),$(HOME)/.cache)/mltune
 JOBS ?= $(shell nproc)
+# Compiler cache outside the tree: a clean clone rebuilds from it.
+export CCACHE_DIR ?= $(CACHE)/ccache
+CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
 	asan asan-build fuzz fuzz-build vm-failpaths vm-check check run lint checkpatch sparse dkms-check bench \
@@ -35,7 +38,7 @@ build: userspace kmod selftests
 # ---- user space (C++20, CMake) ---------------------------------------------
 userspace:
 	@if [ -f CMakeLists.txt ]; then \
-		cmake -S . -B $(BUILD)/userspace -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		cmake -S . -B $(BUILD)/userspace -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_LAUNCHER) \
 			-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null && \
 		cmake --build $(BUILD)/userspace -j $(JOBS); \
 	fi
@@ -44,14 +47,14 @@ unit: userspace
 	ctest --test-dir $(BUILD)/userspace --output-on-failure -j $(JOBS)
 
 asan-build:
-	cmake -S . -B $(BUILD)/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMLTUNE_SANITIZE=ON >/dev/null
+	cmake -S . -B $(BUILD)/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMLTUNE_SANITIZE=ON $(CMAKE_LAUNCHER) >/dev/null
 	cmake --build $(BUILD)/asan -j $(JOBS)
 
 asan: asan-build
 	ctest --test-dir $(BUILD)/asan --output-on-failure -j $(JOBS) -LE fuzz
 
 fuzz-build:
-	CC=clang-16 CXX=clang++-16 cmake -S . -B $(BUILD)/fuzz -G Ninja -DMLTUNE_FUZZ=ON >/dev/null
+	CC=clang-16 CXX=clang++-16 cmake -S . -B $(BUILD)/fuzz -G Ninja -DMLTUNE_FUZZ=ON $(CMAKE_LAUNCHER) >/dev/null
 	cmake --build $(BUILD)/fuzz -j $(JOBS)
 
 fuzz: fuzz-build
@@ -69,8 +72,9 @@ $(addprefix kmod-,$(MATRIX)): kmod-%:
 	case $$kver in \
 	7.*) scripts/sid-chroot.sh ensure $$kver >/dev/null && \
 	     scripts/sid-chroot.sh run $$kver make -s -C /src/build/kmod/$$kver \
-		KDIR=/usr/src/linux-headers-$$kver modules ;; \
-	*)   make -s -C $$out KDIR=/usr/src/linux-headers-$$kver modules ;; \
+		KDIR=/usr/src/linux-headers-$$kver PROFILES=/src/userspace/profiles modules ;; \
+	*)   make -s -C $$out KDIR=/usr/src/linux-headers-$$kver \
+		PROFILES=$(ROOT)/userspace/profiles modules ;; \
 	esac && echo "kmod: $$out/mltune.ko"
 
 # ---- kselftests -----------------------------------------------------------

@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 export DEBIAN_FRONTEND=noninteractive
 
 BASE_PKGS=(
-	build-essential cmake ninja-build pkg-config git python3 kmod bc file
+	build-essential cmake ninja-build pkg-config git python3 kmod bc file ccache
 	gcc-12 libelf-dev
 	qemu-system-x86 busybox-static cpio xz-utils zstd debootstrap dkms sparse
 	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev
