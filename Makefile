@@ -22,7 +22,7 @@ CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=cc
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
 	asan asan-build fuzz fuzz-build vm-failpaths vm-check check run lint checkpatch sparse dkms-check bench \
-	clean $(addprefix kmod-,$(MATRIX))
+	dkms-install clean $(addprefix kmod-,$(MATRIX))
 
 all: build
 
@@ -136,6 +136,10 @@ sparse: kmod-6.12
 
 dkms-check:
 	@scripts/dkms-check.sh
+
+# On a real node: install the module through DKMS for the running kernel.
+dkms-install:
+	@scripts/dkms-check.sh --install $(KVER)
 
 # ---- run ------------------------------------------------------------------
 run: ensure-deps build

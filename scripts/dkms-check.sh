@@ -3,6 +3,8 @@
 # make dkms-check: prove the DKMS package builds.
 #
 #   scripts/dkms-check.sh [KVER...]
+#   scripts/dkms-check.sh --install [KVER]   (make dkms-install: add, build
+#       and install for KVER, default the running kernel; kept installed)
 #
 # Assembles the DKMS source tree (kmod/ + dkms/dkms.conf) in
 # /usr/src/mltune-<version>, runs "dkms add" and "dkms build -k KVER" for
@@ -31,7 +33,15 @@ cleanup() {
 	dkms remove -m "$name" -v "$ver" --all >/dev/null 2>&1 || true
 	rm -rf "$src"
 }
-trap cleanup EXIT
+install=0
+if [ "${1:-}" = --install ]; then
+	install=1
+	shift
+	set -- "${1:-$(uname -r)}"
+	[ -f "/lib/modules/$1/build/Makefile" ] ||
+		die "no headers for $1: apt-get install linux-headers-$1"
+fi
+[ "$install" = 1 ] || trap cleanup EXIT
 cleanup
 
 if [ $# -eq 0 ]; then
@@ -60,6 +70,11 @@ if python3 -c 'import tomllib' 2>/dev/null && [ -d "$ROOT/userspace/profiles" ];
 fi
 
 dkms add -m "$name" -v "$ver"
+if [ "$install" = 1 ]; then
+	dkms install -m "$name" -v "$ver" -k "$1"
+	echo "dkms: $name/$ver installed for $1; load it with 'modprobe $name'"
+	exit 0
+fi
 fail=0
 for k in "$@"; do
 	echo "dkms-check: dkms build $name/$ver for $k"
