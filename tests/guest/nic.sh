@@ -1,0 +1,71 @@
+#!/bin/sh
+# NIC tuning in the guest: eth0 = e1000e (root bus, no NUMA node), eth1 =
+# virtio-net with 4 combined channels on NUMA node 1 (CPUs 4-7).
+# Cross-checks mltunectl against Debian's ethtool program.
+. "$(dirname "$0")/lib.sh"
+t_plan 12
+M=/usr/sbin/mltunectl
+if ! command -v ethtool >/dev/null || [ ! -d /sys/class/net/eth1 ]; then
+	echo "# SKIP: needs ethtool (--bin /usr/sbin/ethtool) and both NICs"; exit 4
+fi
+ip link set eth0 up 2>/dev/null; ip link set eth1 up 2>/dev/null
+
+# ethtool's "current" value of FIELD in `ethtool OPT IF`.
+cur() { ethtool "$1" "$2" | awk -v f="$3:" '/^Current hardware settings/ {c=1} c && $1 == f {print $2; exit}'; }
+coal() { ethtool -c "$1" | awk -v f="$2:" '$1 == f {print $2; exit}'; }
+feat() { ethtool -k "$1" | awk -v f="$2:" '$1 == f {print $2; exit}'; }
+state() { # a fingerprint of both NICs as ethtool sees them
+	for i in eth0 eth1; do
+		echo "$i $(cur -g $i RX) $(cur -g $i TX) $(coal $i rx-usecs) $(feat $i generic-receive-offload)"
+	done
+	cur -l eth1 Combined
+	for i in $(ls /sys/class/net/eth1/queues | grep rx-); do cat /sys/class/net/eth1/queues/$i/rps_cpus; done
+}
+# every MSI IRQ of IF's PCI device lies within CPULIST's range LO-HI
+irqs_within() {
+	d=$(readlink -f /sys/class/net/$1/device); [ -d "$d/msi_irqs" ] || d=$(dirname "$d")
+	for irq in $(ls "$d/msi_irqs"); do
+		for c in $(cat /proc/irq/$irq/smp_affinity_list | tr ',' ' '); do
+			lo=${c%-*}; hi=${c#*-}
+			[ "$lo" -ge "$2" ] && [ "$hi" -le "$3" ] || { echo "irq $irq on $c"; return 1; }
+		done
+	done
+}
+
+orig=$(state)
+ethtool -L eth1 combined 2 2>/dev/null
+t_check "nic show lists both NICs" sh -c "$M nic show --json | grep -q '\"virtio_net\"' && $M nic show | grep -q e1000e"
+
+t_check "apply training" $M nic apply -p training
+t_check "training: e1000e rings at max 4096" sh -c "[ \"$(cur -g eth0 RX)\" = 4096 ] && [ \"$(cur -g eth0 TX)\" = 4096 ]"
+t_check "training: e1000e rx-usecs 50" sh -c "[ \"$(coal eth0 rx-usecs)\" = 50 ]"
+t_check "training: virtio-net 4 channels (node 1 CPUs)" sh -c "[ \"$(cur -l eth1 Combined)\" = 4 ]"
+t_check "training: offloads on" sh -c "[ \"$(feat eth0 generic-receive-offload)\" = on ] && [ \"$(feat eth1 tcp-segmentation-offload)\" = on ]"
+t_check "training: no diff left" $M nic diff -p training
+if irqs_within eth1 4 7 && irqs_within eth0 0 7; then t_ok "irq placement"; else t_fail "irq placement"; fi
+
+t_check "apply inference" $M nic apply -p inference
+t_check "inference: rx-usecs 0 and RPS on node 1" sh -c "[ \"$(coal eth0 rx-usecs)\" = 0 ] && grep -q f0 /sys/class/net/eth1/queues/rx-0/rps_cpus"
+
+# An unsupported setting on eth1: kernel message, exit 1, both NICs unchanged.
+before=$(state)
+out=$($M nic apply -p training --set eth1:coalesce.rx-usecs-irq=10 2>&1); rc=$?
+after=$(state)
+if [ $rc = 1 ] && echo "$out" | grep -q "unsupported parameter" && [ "$before" = "$after" ]; then
+	t_ok "unsupported setting: kernel message, exit 1, both NICs restored"
+else t_fail "unsupported setting (rc=$rc)"; echo "$out" | sed 's/^/# /'; fi
+
+bad=0
+for args in "apply eth9" "apply --set rings.rx=-1" "apply --set rings.rx=99999999" "apply eth1 --set rings.rx=4096" \
+	"apply --set features.warp-drive=on"; do
+	out=$($M nic $args -p inference 2>&1); rc=$?
+	[ $rc = 2 ] && [ -n "$out" ] || { bad=1; echo "# '$args': rc=$rc $out"; }
+done
+[ "$before" = "$(state)" ] || bad=1
+[ $bad = 0 ] && t_ok "bad input: exit 2, nothing changed" || t_fail "bad input"
+
+# Restore what the test bed had.
+ethtool -G eth0 rx 256 tx 256 2>/dev/null; ethtool -C eth0 rx-usecs 3 2>/dev/null
+ethtool -L eth1 combined 4 2>/dev/null
+t_diag "original: $orig"
+t_done

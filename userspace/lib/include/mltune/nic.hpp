@@ -1,0 +1,166 @@
+// NIC tuning: ethtool netlink settings (rings, channels, coalescing, features,
+// pause), rtnetlink link settings (MTU, txqueuelen), queue IRQ affinity,
+// RPS/RFS, applied to every NIC as one transaction.  Documentation/nic.rst.
+//
+// Every setting is a flat key with a string value:
+//   rings.rx  rings.tx  rings.rx-mini  rings.rx-jumbo          (count | "max")
+//   channels.rx  channels.tx  channels.other  channels.combined (count | "max" | "local")
+//   coalesce.rx-usecs ... coalesce.adaptive-rx ...             (count | on/off)
+//   features.NAME   (ethtool -K names: gro, tso, rx-checksumming, ... or kernel names)
+//   pause.autoneg  pause.rx  pause.tx                           (on/off)
+//   link.mtu  link.txqueuelen                                   (count)
+//   irq.affinity   ("housekeeping" | "leave")
+//   irq.irqbalance ("ban" | "stop" | "ignore")
+//   rps.cpus       ("housekeeping" | "off" | "leave")
+//   rps.flow-entries (count: net.core.rps_sock_flow_entries, split over rx queues)
+// A device's state uses the same keys (booleans as "on"/"off") plus
+// "irq.N" (cpulist of IRQ N), "rps.QUEUE.cpus" (hex mask) and
+// "rps.QUEUE.flow-cnt".
+#pragma once
+
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune {
+
+struct Profile;
+
+// ---- profile side -----------------------------------------------------------
+
+struct NicSetting {
+  std::string key;    // "coalesce.rx-usecs"
+  std::string value;  // "50", "max", "on"
+  std::string origin; // "training.toml:31"
+  // From the command line (--set): sent to the device even when it does not
+  // report the setting, so the kernel gives its verdict.  Profile settings a
+  // device does not report are skipped and listed instead.
+  bool explicit_request = false;
+};
+
+// One `[nic."GLOB"]` table: applies to interfaces whose name or driver
+// matches GLOB (fnmatch).  Later rules override earlier ones key by key.
+struct NicRule {
+  std::string glob;
+  std::vector<NicSetting> settings;
+  std::string origin;
+};
+
+// Checks one setting's key and value syntax; returns the error text or "".
+std::string nic_check_setting(std::string_view key, std::string_view value);
+// "on"/"off" for booleans, decimal for numbers, symbolic values unchanged.
+std::string nic_normalize_value(std::string_view value);
+
+// ---- device side ------------------------------------------------------------
+
+using NicValues = std::map<std::string, std::string>;
+
+struct NicDevice {
+  std::string name;
+  std::string driver;
+  int ifindex = 0;
+  int numa_node = -1;                        // -1: no affinity (root bus)
+  NicValues current;                         // every readable setting
+  std::map<std::string, std::uint64_t> max;  // "rings.rx" -> device maximum
+  std::set<std::string> fixed;               // "features.NAME" the device cannot change
+  std::set<std::string> unsupported_groups;  // "channels" when the driver has no get_channels
+  std::vector<int> irqs;                     // queue (MSI) IRQs of the device
+  std::vector<std::string> rx_queues;        // "rx-0", ...
+};
+
+// What talks to the kernel.  The live one uses libnl; tests use a fake.
+class NicBackend {
+public:
+  virtual ~NicBackend() = default;
+  // Interface names with a device below them (physical or virtual NICs), sorted.
+  [[nodiscard]] virtual Result<std::vector<std::string>> interfaces() = 0;
+  [[nodiscard]] virtual Result<NicDevice> probe(const std::string &ifname) = 0;
+  // Applies the values of one group ("rings", "channels", "coalesce",
+  // "features", "pause", "link", "irq", "rps") to a device in one request, or
+  // one global ("sysctl") with ifname "".  Errors name device, setting and the
+  // kernel's message.
+  [[nodiscard]] virtual Status set(const std::string &ifname, const std::string &group, const NicValues &values) = 0;
+  [[nodiscard]] virtual Result<std::string> read_global(const std::string &key) = 0;
+  // Housekeeping CPUs (not feeders) of a NUMA node; node -1: all nodes.
+  [[nodiscard]] virtual Result<std::vector<unsigned>> node_cpus(int node) = 0;
+  // irqbalance: its pid, or 0 when not running.
+  [[nodiscard]] virtual int irqbalance_pid() = 0;
+  // Handles irqbalance ("ban" or "stop"); returns a line for the report.
+  [[nodiscard]] virtual Result<std::string> irqbalance(const std::string &mode, const std::vector<unsigned> &banned,
+                                                       const std::vector<int> &irqs) = 0;
+};
+
+// The live backend: ethtool genetlink + rtnetlink (libnl) and sysfs/procfs
+// through `root`.  `feeders` are never used for NIC IRQs or RPS.
+Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders = {});
+
+// Feeder CPUs known to the node: /sys/kernel/mltune/feeder/cpus when present.
+std::vector<unsigned> nic_default_feeders(const Sysroot &root);
+
+// ---- planning ---------------------------------------------------------------
+
+struct NicChange {
+  std::string ifname; // "" for globals
+  std::string key;
+  std::string from;
+  std::string to;
+  std::string origin;
+};
+
+struct NicSkip {
+  std::string ifname;
+  std::string key;
+  std::string why;
+};
+
+struct NicPlan {
+  std::vector<NicChange> changes; // in apply order
+  std::vector<NicSkip> skipped;   // settings the device does not support
+  std::vector<std::string> notes; // irqbalance and similar
+  std::string irqbalance;         // mode to apply ("" = nothing to do)
+  std::vector<unsigned> irqbalance_banned;
+  std::vector<int> irqbalance_irqs;
+};
+
+struct NicOptions {
+  std::string only;              // one interface, "" = all
+  bool skip_unsupported = false; // failures with EOPNOTSUPP are skipped, not fatal
+};
+
+// The settings the profile (plus `extra`) wants for a device, resolved
+// against it: "max"/"local" become numbers, feature aliases become kernel
+// feature names.  Input errors (unknown feature, value above the device's
+// maximum) are Errc::input.
+Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices,
+                         NicBackend &backend, const NicOptions &opts);
+
+struct NicReport {
+  NicPlan plan;
+  std::vector<NicChange> applied;
+  std::vector<NicSkip> skipped; // plan.skipped plus EOPNOTSUPP with skip_unsupported
+  std::vector<std::string> notes;
+};
+
+// Probes, plans and applies as one transaction across all devices.  On any
+// failure every device is restored to the state probed before (in reverse)
+// and the error names the device, the setting and the kernel's message.
+Result<NicReport> nic_apply(const std::vector<NicRule> &rules, NicBackend &backend, const NicOptions &opts,
+                            bool dry_run);
+// Probes the devices selected by `only` ("" = all).
+Result<std::vector<NicDevice>> nic_probe_all(NicBackend &backend, const std::string &only);
+
+// Feature aliases of the ethtool program ("tso") to kernel feature-name
+// prefixes or names ("tx-tcp-segmentation", ...).
+std::vector<std::string> nic_feature_expand(std::string_view name, const NicDevice &dev);
+
+// Group of a key: "rings.rx" -> "rings".
+std::string nic_group(std::string_view key);
+
+} // namespace mltune

@@ -1,0 +1,590 @@
+// NIC settings: key catalog, planning against probed devices, and the
+// all-devices transaction.  Hardware-free; the kernel side is a NicBackend.
+#include "mltune/nic.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <fnmatch.h>
+
+namespace mltune {
+
+namespace {
+
+enum class VKind { count, count_max, count_max_local, boolean, choice_irq, choice_irqbalance, choice_rps };
+
+struct KeySpec {
+  std::string_view key;
+  VKind kind;
+  std::uint64_t limit; // largest count accepted in a profile
+};
+
+constexpr std::uint64_t k_ring_limit = 1U << 20;   // no NIC has rings this deep
+constexpr std::uint64_t k_chan_limit = 1U << 16;
+constexpr std::uint64_t k_u32 = 0xffffffffULL;
+
+constexpr std::array k_keys{
+    KeySpec{"rings.rx", VKind::count_max, k_ring_limit},
+    KeySpec{"rings.rx-mini", VKind::count_max, k_ring_limit},
+    KeySpec{"rings.rx-jumbo", VKind::count_max, k_ring_limit},
+    KeySpec{"rings.tx", VKind::count_max, k_ring_limit},
+    KeySpec{"channels.rx", VKind::count_max_local, k_chan_limit},
+    KeySpec{"channels.tx", VKind::count_max_local, k_chan_limit},
+    KeySpec{"channels.other", VKind::count_max_local, k_chan_limit},
+    KeySpec{"channels.combined", VKind::count_max_local, k_chan_limit},
+    KeySpec{"coalesce.rx-usecs", VKind::count, k_u32},
+    KeySpec{"coalesce.rx-frames", VKind::count, k_u32},
+    KeySpec{"coalesce.rx-usecs-irq", VKind::count, k_u32},
+    KeySpec{"coalesce.rx-frames-irq", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-usecs", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-frames", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-usecs-irq", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-frames-irq", VKind::count, k_u32},
+    KeySpec{"coalesce.stats-block-usecs", VKind::count, k_u32},
+    KeySpec{"coalesce.adaptive-rx", VKind::boolean, 1},
+    KeySpec{"coalesce.adaptive-tx", VKind::boolean, 1},
+    KeySpec{"coalesce.pkt-rate-low", VKind::count, k_u32},
+    KeySpec{"coalesce.rx-usecs-low", VKind::count, k_u32},
+    KeySpec{"coalesce.rx-frames-low", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-usecs-low", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-frames-low", VKind::count, k_u32},
+    KeySpec{"coalesce.pkt-rate-high", VKind::count, k_u32},
+    KeySpec{"coalesce.rx-usecs-high", VKind::count, k_u32},
+    KeySpec{"coalesce.rx-frames-high", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-usecs-high", VKind::count, k_u32},
+    KeySpec{"coalesce.tx-frames-high", VKind::count, k_u32},
+    KeySpec{"coalesce.sample-interval", VKind::count, k_u32},
+    KeySpec{"pause.autoneg", VKind::boolean, 1},
+    KeySpec{"pause.rx", VKind::boolean, 1},
+    KeySpec{"pause.tx", VKind::boolean, 1},
+    KeySpec{"link.mtu", VKind::count, 1U << 20},
+    KeySpec{"link.txqueuelen", VKind::count, 1U << 24},
+    KeySpec{"irq.affinity", VKind::choice_irq, 0},
+    KeySpec{"irq.irqbalance", VKind::choice_irqbalance, 0},
+    KeySpec{"rps.cpus", VKind::choice_rps, 0},
+    KeySpec{"rps.flow-entries", VKind::count, 1U << 29},
+};
+
+const KeySpec *find_key(std::string_view key) {
+  for (const auto &k : k_keys) {
+    if (k.key == key) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
+
+bool parse_u64(std::string_view s, std::uint64_t &out) {
+  if (s.empty() || s.size() > 20) {
+    return false;
+  }
+  const auto *end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, out);
+  return ec == std::errc() && p == end;
+}
+
+bool is_bool_word(std::string_view v) {
+  return v == "on" || v == "off" || v == "true" || v == "false";
+}
+
+bool valid_feature_name(std::string_view n) {
+  return !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+constexpr std::array k_group_order{"channels", "rings", "coalesce", "pause", "features", "link", "irq", "rps"};
+
+int group_rank(std::string_view g) {
+  for (size_t i = 0; i < k_group_order.size(); ++i) {
+    if (g == k_group_order[i]) {
+      return static_cast<int>(i);
+    }
+  }
+  return static_cast<int>(k_group_order.size());
+}
+
+std::uint64_t roundup_pow2(std::uint64_t v) {
+  std::uint64_t r = 1;
+  while (r < v) {
+    r <<= 1;
+  }
+  return r;
+}
+
+std::string hex_mask(const std::vector<unsigned> &cpus) {
+  if (cpus.empty()) {
+    return "0";
+  }
+  const unsigned top = *std::max_element(cpus.begin(), cpus.end());
+  std::vector<std::uint8_t> nibbles(top / 4 + 1, 0);
+  for (unsigned c : cpus) {
+    nibbles[c / 4] = static_cast<std::uint8_t>(nibbles[c / 4] | (1U << (c % 4)));
+  }
+  std::string s;
+  for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) {
+    s.push_back("0123456789abcdef"[*it]);
+  }
+  return s;
+}
+
+// A device's wanted settings: every matching rule in order, later wins.
+std::map<std::string, NicSetting> wanted_for(const std::vector<NicRule> &rules, const NicDevice &dev) {
+  std::map<std::string, NicSetting> out;
+  for (const auto &r : rules) {
+    const bool hit = fnmatch(r.glob.c_str(), dev.name.c_str(), 0) == 0 ||
+                     (!dev.driver.empty() && fnmatch(r.glob.c_str(), dev.driver.c_str(), 0) == 0);
+    if (!hit) {
+      continue;
+    }
+    for (const auto &s : r.settings) {
+      out[s.key] = s;
+    }
+  }
+  return out;
+}
+
+struct FeatureAlias {
+  std::string_view short_name;
+  std::string_view long_name;
+  std::string_view match; // kernel name, or prefix ending in '*'
+  std::string_view match2;
+};
+
+constexpr std::array k_feature_aliases{
+    FeatureAlias{"rx", "rx-checksumming", "rx-checksum", ""},
+    FeatureAlias{"tx", "tx-checksumming", "tx-checksum-*", ""},
+    FeatureAlias{"sg", "scatter-gather", "tx-scatter-gather*", ""},
+    FeatureAlias{"tso", "tcp-segmentation-offload", "tx-tcp*segmentation", ""},
+    FeatureAlias{"ufo", "udp-fragmentation-offload", "tx-udp-fragmentation", ""},
+    FeatureAlias{"gso", "generic-segmentation-offload", "tx-generic-segmentation", ""},
+    FeatureAlias{"gro", "generic-receive-offload", "rx-gro", ""},
+    FeatureAlias{"lro", "large-receive-offload", "rx-lro", ""},
+    FeatureAlias{"rxvlan", "rx-vlan-offload", "rx-vlan-hw-parse", ""},
+    FeatureAlias{"txvlan", "tx-vlan-offload", "tx-vlan-hw-insert", ""},
+    FeatureAlias{"ntuple", "ntuple-filters", "rx-ntuple-filter", ""},
+    FeatureAlias{"rxhash", "receive-hashing", "rx-hashing", ""},
+};
+
+} // namespace
+
+std::string nic_group(std::string_view key) {
+  return std::string(key.substr(0, key.find('.')));
+}
+
+std::string nic_normalize_value(std::string_view v) {
+  if (v == "true" || v == "on") {
+    return "on";
+  }
+  if (v == "false" || v == "off") {
+    return "off";
+  }
+  std::uint64_t n = 0;
+  if (parse_u64(v, n)) {
+    return std::to_string(n);
+  }
+  return std::string(v);
+}
+
+std::string nic_check_setting(std::string_view key, std::string_view value) {
+  const std::string k(key);
+  if (key.starts_with("features.")) {
+    if (!valid_feature_name(key.substr(9))) {
+      return "invalid feature name '" + std::string(key.substr(9)) + "'";
+    }
+    if (!is_bool_word(value)) {
+      return k + ": expected true/false (on/off), got '" + std::string(value) + "'";
+    }
+    return {};
+  }
+  const KeySpec *spec = find_key(key);
+  if (spec == nullptr) {
+    return "unknown NIC setting '" + k + "'";
+  }
+  std::uint64_t n = 0;
+  const bool num = parse_u64(value, n);
+  switch (spec->kind) {
+  case VKind::boolean:
+    if (!is_bool_word(value)) {
+      return k + ": expected true/false (on/off), got '" + std::string(value) + "'";
+    }
+    return {};
+  case VKind::choice_irq:
+    return value == "housekeeping" || value == "leave" ? "" : k + ": expected \"housekeeping\" or \"leave\"";
+  case VKind::choice_irqbalance:
+    return value == "ban" || value == "stop" || value == "ignore" ? ""
+                                                                  : k + ": expected \"ban\", \"stop\" or \"ignore\"";
+  case VKind::choice_rps:
+    return value == "housekeeping" || value == "off" || value == "leave"
+               ? ""
+               : k + ": expected \"housekeeping\", \"off\" or \"leave\"";
+  case VKind::count_max_local:
+    if (value == "local") {
+      return {};
+    }
+    [[fallthrough]];
+  case VKind::count_max:
+    if (value == "max") {
+      return {};
+    }
+    [[fallthrough]];
+  case VKind::count:
+    if (!num) {
+      return k + ": expected a non-negative integer" +
+             std::string(spec->kind == VKind::count ? "" : spec->kind == VKind::count_max ? " or \"max\"" : ", \"max\" or \"local\"") +
+             ", got '" + std::string(value) + "'";
+    }
+    if (n > spec->limit) {
+      return k + ": " + std::string(value) + " is out of range (at most " + std::to_string(spec->limit) + ")";
+    }
+    if (key == "link.mtu" && n < 68) {
+      return k + ": " + std::string(value) + " is below the IPv4 minimum of 68";
+    }
+    return {};
+  }
+  return {};
+}
+
+std::vector<std::string> nic_feature_expand(std::string_view name, const NicDevice &dev) {
+  std::vector<std::string> out;
+  auto add_matching = [&](std::string_view pat) {
+    const std::string p(pat);
+    for (const auto &[k, v] : dev.current) {
+      if (k.starts_with("features.") && fnmatch(p.c_str(), k.c_str() + 9, 0) == 0) {
+        out.push_back(k.substr(9));
+      }
+    }
+  };
+  for (const auto &a : k_feature_aliases) {
+    if (name == a.short_name || name == a.long_name) {
+      add_matching(a.match);
+      return out;
+    }
+  }
+  if (dev.current.contains("features." + std::string(name))) {
+    out.emplace_back(name);
+  }
+  return out;
+}
+
+Result<std::vector<NicDevice>> nic_probe_all(NicBackend &backend, const std::string &only) {
+  auto names = backend.interfaces();
+  if (!names) {
+    return names.error();
+  }
+  if (!only.empty() && std::find(names->begin(), names->end(), only) == names->end()) {
+    return input_error("unknown interface '" + only + "' (known: " + [&] {
+      std::string s;
+      for (const auto &n : *names) {
+        s += (s.empty() ? "" : ", ") + n;
+      }
+      return s.empty() ? std::string("none") : s;
+    }() + ")");
+  }
+  std::vector<NicDevice> devs;
+  for (const auto &n : *names) {
+    if (!only.empty() && n != only) {
+      continue;
+    }
+    auto d = backend.probe(n);
+    if (!d) {
+      return d.error();
+    }
+    devs.push_back(std::move(*d));
+  }
+  return devs;
+}
+
+Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices,
+                         NicBackend &backend, const NicOptions &opts) {
+  (void)opts;
+  NicPlan plan;
+  std::uint64_t flow_entries = 0;
+  bool want_flow = false;
+  std::string flow_origin;
+  std::set<int> irqbalance_irqs;
+  std::set<unsigned> housekeeping_all;
+  std::string irqbalance_mode;
+
+  for (const auto &dev : devices) {
+    const auto wanted = wanted_for(rules, dev);
+    std::vector<NicChange> changes;
+    auto skip = [&](const std::string &key, std::string why) { plan.skipped.push_back({dev.name, key, std::move(why)}); };
+    auto change = [&](const std::string &key, const std::string &to, const NicSetting &s) {
+      const auto it = dev.current.find(key);
+      const std::string from = it == dev.current.end() ? "" : it->second;
+      if (from != to) {
+        changes.push_back({dev.name, key, from, to, s.origin});
+      }
+    };
+
+    std::vector<unsigned> hk;
+    auto housekeeping = [&]() -> Result<std::vector<unsigned>> {
+      if (hk.empty()) {
+        auto c = backend.node_cpus(dev.numa_node);
+        if (!c) {
+          return c.error();
+        }
+        if (c->empty()) {
+          return failure(dev.name + ": no housekeeping CPUs on NUMA node " + std::to_string(dev.numa_node));
+        }
+        hk = std::move(*c);
+      }
+      return hk;
+    };
+
+    for (const auto &[key, s] : wanted) {
+      const std::string group = nic_group(key);
+      const std::string at = dev.name + ": " + key + " (" + s.origin + ")";
+      if (group == "irq" || group == "rps") {
+        continue; // below
+      }
+      if (dev.unsupported_groups.contains(group)) {
+        if (s.explicit_request) {
+          return input_error(at + ": the " + dev.driver + " driver does not support " + group + " settings");
+        }
+        skip(key, "driver " + dev.driver + " has no " + group + " settings");
+        continue;
+      }
+      if (group == "features") {
+        const std::string fname = key.substr(9);
+        const auto names = nic_feature_expand(fname, dev);
+        if (names.empty()) {
+          return input_error(at + ": unknown feature '" + fname + "' (see 'mltunectl nic show " + dev.name + "')");
+        }
+        const std::string to = nic_normalize_value(s.value);
+        bool any_changeable = false;
+        bool fixed_differs = false;
+        for (const auto &n : names) {
+          const std::string fk = "features." + n;
+          if (dev.fixed.contains(fk)) {
+            fixed_differs = fixed_differs || dev.current.at(fk) != to;
+            continue;
+          }
+          any_changeable = true;
+          change(fk, to, s);
+        }
+        if (!any_changeable && fixed_differs) {
+          if (s.explicit_request) {
+            return input_error(at + ": feature '" + fname + "' is fixed on " + dev.name + " (driver " + dev.driver + ")");
+          }
+          skip(key, "fixed by driver " + dev.driver);
+        }
+        continue;
+      }
+      const KeySpec *spec = find_key(key);
+      if (spec == nullptr) {
+        return input_error(at + ": unknown NIC setting");
+      }
+      if (!dev.current.contains(key)) {
+        if (!s.explicit_request) {
+          skip(key, "not supported by driver " + dev.driver);
+          continue;
+        }
+      }
+      std::string to = nic_normalize_value(s.value);
+      const auto mx = dev.max.find(key);
+      if (to == "max" || to == "local") {
+        if (mx == dev.max.end()) {
+          skip(key, "driver " + dev.driver + " reports no maximum");
+          continue;
+        }
+        std::uint64_t v = mx->second;
+        if (to == "local") {
+          auto c = housekeeping();
+          if (!c) {
+            return c.error();
+          }
+          v = std::min<std::uint64_t>(v, c->size());
+        }
+        if (v == 0) {
+          skip(key, "device maximum is 0");
+          continue;
+        }
+        to = std::to_string(v);
+      } else if (spec->kind != VKind::boolean && mx != dev.max.end()) {
+        std::uint64_t n = 0;
+        if (parse_u64(to, n) && n > mx->second) {
+          return input_error(at + ": " + to + " exceeds the device maximum " + std::to_string(mx->second));
+        }
+      }
+      if ((key.starts_with("rings.") || key == "channels.combined") && to == "0" && mx != dev.max.end()) {
+        return input_error(at + ": 0 is not a valid size");
+      }
+      change(key, to, s);
+    }
+
+    // Queue IRQs over housekeeping CPUs of the NIC's node, round robin.
+    const auto aff = wanted.find("irq.affinity");
+    if (aff != wanted.end() && aff->second.value == "housekeeping" && !dev.irqs.empty()) {
+      auto c = housekeeping();
+      if (!c) {
+        return c.error();
+      }
+      for (size_t i = 0; i < dev.irqs.size(); ++i) {
+        const unsigned cpu = (*c)[i % c->size()];
+        change("irq." + std::to_string(dev.irqs[i]), std::to_string(cpu), aff->second);
+        irqbalance_irqs.insert(dev.irqs[i]);
+      }
+      housekeeping_all.insert(c->begin(), c->end());
+      const auto ib = wanted.find("irq.irqbalance");
+      const std::string mode = ib == wanted.end() ? "ban" : ib->second.value;
+      if (mode != "ignore" && (irqbalance_mode.empty() || mode == "stop")) {
+        irqbalance_mode = mode;
+      }
+    }
+    const auto rps = wanted.find("rps.cpus");
+    const auto fe = wanted.find("rps.flow-entries");
+    std::uint64_t per_queue = 0;
+    bool set_flow_cnt = false;
+    if (fe != wanted.end()) {
+      std::uint64_t n = 0;
+      parse_u64(fe->second.value, n);
+      n = n == 0 ? 0 : roundup_pow2(n);
+      flow_entries = std::max(flow_entries, n);
+      want_flow = true;
+      flow_origin = fe->second.origin;
+      if (!dev.rx_queues.empty()) {
+        per_queue = n == 0 ? 0 : roundup_pow2(std::max<std::uint64_t>(1, n / dev.rx_queues.size()));
+        set_flow_cnt = true;
+      }
+    }
+    for (const auto &q : dev.rx_queues) {
+      if (rps != wanted.end() && rps->second.value != "leave") {
+        std::string mask = "0";
+        if (rps->second.value == "housekeeping") {
+          auto c = housekeeping();
+          if (!c) {
+            return c.error();
+          }
+          mask = hex_mask(*c);
+        }
+        if (dev.current.contains("rps." + q + ".cpus")) {
+          change("rps." + q + ".cpus", mask, rps->second);
+        }
+      }
+      if (set_flow_cnt && dev.current.contains("rps." + q + ".flow-cnt")) {
+        change("rps." + q + ".flow-cnt", std::to_string(per_queue), fe->second);
+      }
+    }
+
+    std::stable_sort(changes.begin(), changes.end(), [](const NicChange &a, const NicChange &b) {
+      return group_rank(nic_group(a.key)) < group_rank(nic_group(b.key));
+    });
+    plan.changes.insert(plan.changes.end(), changes.begin(), changes.end());
+  }
+
+  if (want_flow) {
+    const std::string key = "sysctl.net.core.rps_sock_flow_entries";
+    auto cur = backend.read_global(key);
+    if (!cur) {
+      return cur.error();
+    }
+    if (*cur != std::to_string(flow_entries)) {
+      plan.changes.push_back({"", key, *cur, std::to_string(flow_entries), flow_origin});
+    }
+  }
+
+  if (!irqbalance_mode.empty()) {
+    const int pid = backend.irqbalance_pid();
+    if (pid <= 0) {
+      plan.notes.emplace_back("irqbalance is not running");
+    } else {
+      plan.irqbalance = irqbalance_mode;
+      plan.irqbalance_irqs.assign(irqbalance_irqs.begin(), irqbalance_irqs.end());
+      auto all = backend.node_cpus(-1);
+      if (all) {
+        for (unsigned c : *all) {
+          if (!housekeeping_all.contains(c)) {
+            plan.irqbalance_banned.push_back(c);
+          }
+        }
+      }
+      plan.notes.push_back("irqbalance (pid " + std::to_string(pid) + ") is running: " +
+                           (irqbalance_mode == "stop" ? "it will be stopped"
+                                                      : "the NIC IRQs will be banned from it"));
+    }
+  }
+  return plan;
+}
+
+Result<NicReport> nic_apply(const std::vector<NicRule> &rules, NicBackend &backend, const NicOptions &opts,
+                            bool dry_run) {
+  auto devs = nic_probe_all(backend, opts.only);
+  if (!devs) {
+    return devs.error();
+  }
+  auto plan = nic_plan(rules, *devs, backend, opts);
+  if (!plan) {
+    return plan.error();
+  }
+  NicReport rep;
+  rep.plan = *plan;
+  rep.skipped = plan->skipped;
+  rep.notes = plan->notes;
+  if (dry_run) {
+    return rep;
+  }
+
+  struct Step {
+    std::string ifname, group;
+    NicValues before, after;
+    std::vector<const NicChange *> changes;
+  };
+  std::vector<Step> steps;
+  for (const auto &c : plan->changes) {
+    const std::string group = c.ifname.empty() ? "sysctl" : nic_group(c.key);
+    if (steps.empty() || steps.back().ifname != c.ifname || steps.back().group != group) {
+      steps.push_back({c.ifname, group, {}, {}, {}});
+    }
+    steps.back().before[c.key] = c.from;
+    steps.back().after[c.key] = c.to;
+    steps.back().changes.push_back(&c);
+  }
+
+  std::vector<const Step *> done;
+  for (const auto &st : steps) {
+    auto r = backend.set(st.ifname, st.group, st.after);
+    if (r) {
+      done.push_back(&st);
+      for (const auto *c : st.changes) {
+        rep.applied.push_back(*c);
+      }
+      continue;
+    }
+    const Error &e = r.error();
+    if (opts.skip_unsupported && (e.sys_errno == EOPNOTSUPP || e.message.find("unsupported") != std::string::npos)) {
+      for (const auto *c : st.changes) {
+        rep.skipped.push_back({c->ifname, c->key, e.message});
+      }
+      continue;
+    }
+    // Roll back everything, newest first.
+    std::string rb;
+    for (auto it = done.rbegin(); it != done.rend(); ++it) {
+      if (auto u = backend.set((*it)->ifname, (*it)->group, (*it)->before); !u) {
+        rb += "; restore failed: " + u.error().message;
+      }
+    }
+    // A failed request may have changed part of its own group (sysfs writes).
+    if (st.group == "irq" || st.group == "rps") {
+      (void)backend.set(st.ifname, st.group, st.before);
+    }
+    Error out = e;
+    out.message += rb.empty() ? "; every NIC was restored to its previous settings" : rb;
+    return out;
+  }
+
+  if (!plan->irqbalance.empty()) {
+    auto r = backend.irqbalance(plan->irqbalance, plan->irqbalance_banned, plan->irqbalance_irqs);
+    if (!r) {
+      rep.notes.push_back("irqbalance: " + r.error().message);
+    } else {
+      rep.notes.push_back(*r);
+    }
+  }
+  return rep;
+}
+
+} // namespace mltune

@@ -1,0 +1,228 @@
+// mltunectl nic show|diff|apply [IFACE]
+#include "cli.hpp"
+
+#include "mltune/nic.hpp"
+
+#include <ostream>
+
+namespace mltune::cli {
+
+namespace {
+
+struct NicArgs {
+  std::string iface;
+  std::string profile;
+  std::vector<std::string> sets;
+  bool skip_unsupported = false;
+  std::string feeders;
+};
+
+Result<std::unique_ptr<NicBackend>> backend_for(Context &ctx, const NicArgs &a) {
+  const Sysroot root = ctx.root();
+  std::vector<unsigned> feeders;
+  if (!a.feeders.empty()) {
+    for (size_t pos = 0; pos <= a.feeders.size();) {
+      const size_t end = std::min(a.feeders.find(',', pos), a.feeders.size());
+      const std::string part = a.feeders.substr(pos, end - pos);
+      const size_t dash = part.find('-');
+      try {
+        size_t used = 0;
+        const unsigned lo = static_cast<unsigned>(std::stoul(part.substr(0, dash), &used));
+        const unsigned hi = dash == std::string::npos ? lo : static_cast<unsigned>(std::stoul(part.substr(dash + 1)));
+        if (hi < lo || hi >= 8192) {
+          throw std::out_of_range("range");
+        }
+        for (unsigned c = lo; c <= hi; ++c) {
+          feeders.push_back(c);
+        }
+      } catch (const std::exception &) {
+        return input_error("--feeder: invalid CPU list '" + a.feeders + "'");
+      }
+      pos = end + 1;
+    }
+  } else {
+    feeders = nic_default_feeders(root);
+  }
+  return make_live_nic_backend(root, std::move(feeders));
+}
+
+// --set [GLOB:]KEY=VALUE -> a rule.
+Result<std::vector<NicRule>> rules_for(Context &ctx, const NicArgs &a) {
+  std::vector<NicRule> rules;
+  if (a.profile != "none") {
+    const Sysroot root = ctx.root();
+    auto p = ProfileLoader(&root).load(a.profile.empty() ? ctx.default_profile() : a.profile);
+    if (!p) {
+      return p.error();
+    }
+    rules = p->nic;
+  }
+  for (const auto &s : a.sets) {
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos) {
+      return input_error("--set '" + s + "': expected [IFACE:]KEY=VALUE");
+    }
+    std::string lhs = s.substr(0, eq);
+    std::string glob = a.iface.empty() ? "*" : a.iface;
+    if (const size_t colon = lhs.find(':'); colon != std::string::npos) {
+      glob = lhs.substr(0, colon);
+      lhs = lhs.substr(colon + 1);
+    }
+    const std::string value = nic_normalize_value(s.substr(eq + 1));
+    if (auto err = nic_check_setting(lhs, value); !err.empty()) {
+      return input_error("--set '" + s + "': " + err);
+    }
+    rules.push_back({glob, {{lhs, value, "--set " + s, true}}, "--set " + s});
+  }
+  return rules;
+}
+
+nlohmann::json change_json(const NicChange &c) {
+  return {{"interface", c.ifname}, {"setting", c.key}, {"from", c.from}, {"to", c.to}, {"origin", c.origin}};
+}
+
+void print_changes(Context &ctx, const NicReport &r, bool applied) {
+  const auto &changes = applied ? r.applied : r.plan.changes;
+  if (ctx.json) {
+    nlohmann::json ch = nlohmann::json::array();
+    for (const auto &c : changes) {
+      ch.push_back(change_json(c));
+    }
+    nlohmann::json sk = nlohmann::json::array();
+    for (const auto &s : r.skipped) {
+      sk.push_back({{"interface", s.ifname}, {"setting", s.key}, {"why", s.why}});
+    }
+    ctx.emit({{applied ? "applied" : "changes", ch}, {"skipped", sk}, {"notes", r.notes}, {"dry_run", !applied}});
+    return;
+  }
+  for (const auto &c : changes) {
+    *ctx.out << (applied ? "set\t" : "change\t") << (c.ifname.empty() ? "(global)" : c.ifname) << "\t" << c.key
+             << ": '" << c.from << "' -> '" << c.to << "'\n";
+  }
+  for (const auto &s : r.skipped) {
+    *ctx.out << "skip\t" << s.ifname << "\t" << s.key << ": " << s.why << "\n";
+  }
+  for (const auto &n : r.notes) {
+    *ctx.out << "note\t" << n << "\n";
+  }
+  if (changes.empty()) {
+    *ctx.out << (applied ? "nothing to change\n" : "no differences\n");
+  }
+}
+
+void run_show(Context &ctx, const NicArgs &a) {
+  auto be = backend_for(ctx, a);
+  if (!be) {
+    return ctx.fail(be.error());
+  }
+  auto devs = nic_probe_all(**be, a.iface);
+  if (!devs) {
+    return ctx.fail(devs.error());
+  }
+  if (ctx.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto &d : *devs) {
+      auto hk = (*be)->node_cpus(d.numa_node);
+      arr.push_back({{"name", d.name},
+                     {"driver", d.driver},
+                     {"ifindex", d.ifindex},
+                     {"numa_node", d.numa_node},
+                     {"housekeeping_cpus", hk ? *hk : std::vector<unsigned>{}},
+                     {"settings", d.current},
+                     {"max", d.max},
+                     {"fixed", d.fixed},
+                     {"unsupported", d.unsupported_groups},
+                     {"irqs", d.irqs},
+                     {"rx_queues", d.rx_queues}});
+    }
+    return ctx.emit({{"interfaces", arr}});
+  }
+  for (const auto &d : *devs) {
+    *ctx.out << d.name << " (driver " << d.driver << ", NUMA node " << d.numa_node << ")\n";
+    for (const auto &[k, v] : d.current) {
+      if (k.starts_with("features.") && d.fixed.contains(k) && ctx.verbose == 0) {
+        continue;
+      }
+      *ctx.out << "  " << k << " = " << v;
+      if (const auto it = d.max.find(k); it != d.max.end()) {
+        *ctx.out << " (max " << it->second << ")";
+      }
+      if (d.fixed.contains(k)) {
+        *ctx.out << " [fixed]";
+      }
+      *ctx.out << "\n";
+    }
+    for (const auto &g : d.unsupported_groups) {
+      *ctx.out << "  " << g << ": not supported by the driver\n";
+    }
+  }
+}
+
+void run_apply(Context &ctx, const NicArgs &a, bool diff_only) {
+  auto rules = rules_for(ctx, a);
+  if (!rules) {
+    return ctx.fail(rules.error());
+  }
+  auto be = backend_for(ctx, a);
+  if (!be) {
+    return ctx.fail(be.error());
+  }
+  NicOptions opts{a.iface, a.skip_unsupported};
+  auto rep = nic_apply(*rules, **be, opts, diff_only || ctx.dry_run);
+  if (!rep) {
+    return ctx.fail(rep.error());
+  }
+  print_changes(ctx, *rep, !(diff_only || ctx.dry_run));
+  if (diff_only && !rep->plan.changes.empty()) {
+    ctx.rc = k_exit_failed;
+  }
+}
+
+} // namespace
+
+Status nic_switch_step(Context &ctx, const Profile &profile, bool dry_run) {
+  if (profile.nic.empty() || !ctx.root().is_live()) {
+    return {};
+  }
+  auto be = make_live_nic_backend(ctx.root(), nic_default_feeders(ctx.root()));
+  if (!be) {
+    return be.error();
+  }
+  auto rep = nic_apply(profile.nic, **be, NicOptions{}, dry_run);
+  if (!rep) {
+    return rep.error();
+  }
+  if (!ctx.json && dry_run == ctx.dry_run) {
+    print_changes(ctx, *rep, !dry_run);
+  }
+  return {};
+}
+
+void register_nic(CLI::App &app, Context &ctx) {
+  auto *nic = app.add_subcommand("nic", "NIC rings, channels, coalescing, offloads, queue IRQs and RPS/RFS");
+  nic->require_subcommand(1);
+  auto args = std::make_shared<NicArgs>();
+  auto add_common = [&](CLI::App *c, bool profile) {
+    c->add_option("iface", args->iface, "Only this interface");
+    c->add_option("--feeder", args->feeders, "GPU-feeder CPUs to keep NIC IRQs and RPS off (cpulist)")
+        ->type_name("CPULIST");
+    if (profile) {
+      c->add_option("-p,--profile", args->profile, "Profile (default: the configured one; 'none': --set only)");
+      c->add_option("--set", args->sets, "Extra setting [IFACE:]KEY=VALUE (repeatable), e.g. rings.rx=max")
+          ->type_name("SETTING");
+    }
+  };
+  auto *show = nic->add_subcommand("show", "Show every NIC's current settings and maximums");
+  add_common(show, false);
+  show->callback([&ctx, args] { run_show(ctx, *args); });
+  auto *diff = nic->add_subcommand("diff", "Show what apply would change (exit 1 when something differs)");
+  add_common(diff, true);
+  diff->callback([&ctx, args] { run_apply(ctx, *args, true); });
+  auto *apply = nic->add_subcommand("apply", "Apply the profile's [nic] settings to every NIC as one transaction");
+  add_common(apply, true);
+  apply->add_flag("--skip-unsupported", args->skip_unsupported,
+                  "Skip settings the driver refuses as unsupported instead of rolling back");
+  apply->callback([&ctx, args] { run_apply(ctx, *args, false); });
+}
+
+} // namespace mltune::cli
