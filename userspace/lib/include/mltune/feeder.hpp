@@ -1,0 +1,104 @@
+// GPU-feeder cores at runtime (Documentation/feeder.rst).
+//
+// feeder_on() keeps the feeder CPUs for the feeder cgroup
+// (/sys/fs/cgroup/mltune-feeder) with one of two mechanisms, chosen and
+// explained by choose_mechanism():
+//   sched_ext - the project's BPF scheduler (bpf/), pinned in bpffs so it
+//               outlives the CLI; needs CONFIG_SCHED_CLASS_EXT, a build with
+//               the BPF toolchain, and no isolcpus= domain isolation;
+//   cpuset    - a cgroup v2 cpuset `root` partition on the feeder CPUs.
+// Both move movable kthreads (rcuo* included) and the unbound workqueue
+// cpumask to housekeeping CPUs and steer IRQs off the feeder CPUs; feeder_off()
+// restores exactly what was there.  The state lives in /run/mltune/feeder.json.
+// If the kernel ejects the sched_ext scheduler, feeder_check() (run by the
+// watcher that feeder_on() starts, and by every status call) switches to the
+// cpuset partition and records the exit reason.
+#pragma once
+
+#include "mltune/cpulist.hpp"
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mltune {
+
+inline constexpr const char *k_feeder_cgroup = "/mltune-feeder";   // below /sys/fs/cgroup
+inline constexpr const char *k_feeder_state = "/run/mltune/feeder.json";
+
+struct BootIsolation {
+  CpuSet isolated;       // /sys/devices/system/cpu/isolated: domain isolation
+  CpuSet nohz_full;      // /sys/devices/system/cpu/nohz_full
+  std::string isolcpus;  // isolcpus= on /proc/cmdline ("" when absent)
+  std::string rcu_nocbs; // rcu_nocbs= on /proc/cmdline
+  [[nodiscard]] bool domain() const { return !isolated.empty(); }
+  [[nodiscard]] bool any() const {
+    return domain() || !nohz_full.empty() || !isolcpus.empty() || !rcu_nocbs.empty();
+  }
+};
+BootIsolation read_boot_isolation(const Sysroot &root);
+
+struct MechanismChoice {
+  std::string mechanism;             // "sched_ext" or "cpuset"
+  bool sched_ext_usable = false;
+  std::string sched_ext_refused;     // why not, when not usable
+  std::vector<std::string> reasons;  // every decision, in order
+};
+// `want`: "auto", "sched_ext" or "cpuset"; Errc::input when sched_ext is
+// demanded but refused (the error says why).
+Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolation &boot,
+                                         const std::string &want = "auto");
+
+struct FeederScxStats {
+  std::uint64_t foreign = 0, stray = 0, forced = 0, preempted = 0;
+  std::uint64_t feeder_enq = 0, normal_enq = 0, kthread_enq = 0;
+};
+
+struct FeederState {
+  bool active = false;
+  std::string mechanism;          // "sched_ext" | "cpuset"
+  CpuSet cpus;
+  CpuSet housekeeping;
+  std::string cgroup = k_feeder_cgroup;
+  std::string wq_cpumask_before;  // "" when not changed
+  std::vector<std::pair<int, std::string>> kthreads; // pid, affinity before
+  std::string irq_mode;           // "kmod" | "proc" | ""
+  std::vector<std::pair<std::string, std::string>> irqs; // /proc/irq file, value before
+  std::string fallback;           // sched_ext ejection: exit reason, "" otherwise
+  bool cpuset_enabled_by_us = false;
+};
+
+struct FeederStatus {
+  FeederState state;
+  BootIsolation boot;
+  MechanismChoice choice;
+  std::string scx_state;          // /sys/kernel/sched_ext/state ("" absent)
+  std::string scx_ops;            // /sys/kernel/sched_ext/root/ops
+  bool scx_attached = false;      // our scheduler is the active one
+  bool scx_built = false;         // this build has the BPF scheduler
+  FeederScxStats stats;           // valid when scx_attached
+  std::string partition;          // cpuset.cpus.partition of the cgroup
+};
+
+bool feeder_scx_built();
+Result<FeederStatus> feeder_status(const Sysroot &root);
+// Applies; when already active with sched_ext and the CPUs change, updates
+// the scheduler's map in place (no reload).
+Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
+                              const std::string &want = "auto");
+Status feeder_off(const Sysroot &root);
+// Ejection check: switches to the cpuset fallback when the scheduler is gone.
+// Returns true when a fallback happened now.
+Result<bool> feeder_check(const Sysroot &root);
+// Polls feeder_check() every `period_ms` until feeder is off or fell back.
+Status feeder_watch(const Sysroot &root, unsigned period_ms = 50);
+// Test hook: makes the BPF scheduler report an error (ejection).
+Status feeder_inject_error(const Sysroot &root);
+// Joins the feeder cgroup, prefers the feeder CPUs' NUMA nodes, execs argv.
+// Returns only on failure.
+Status feeder_exec(const Sysroot &root, const std::vector<std::string> &argv);
+
+} // namespace mltune

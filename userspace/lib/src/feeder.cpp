@@ -1,0 +1,796 @@
+// GPU-feeder cores at runtime: see mltune/feeder.hpp and Documentation/feeder.rst.
+#include "mltune/feeder.hpp"
+
+#ifdef MLTUNE_HAVE_SCX
+#include "mltune_scx.h"
+#endif
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sched.h>
+#include <sstream>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <thread>
+#include <unistd.h>
+
+namespace mltune {
+
+namespace {
+
+constexpr const char *k_cg_root = "/sys/fs/cgroup";
+constexpr const char *k_scx_dir = "/sys/kernel/sched_ext";
+constexpr const char *k_scx_name = "mltune_feeder";
+constexpr const char *k_pin_dir = "/sys/fs/bpf/mltune";
+constexpr const char *k_wq_mask = "/sys/devices/virtual/workqueue/cpumask";
+constexpr const char *k_kmod_feeder = "/sys/kernel/mltune/feeder/cpus";
+constexpr unsigned k_pf_kthread = 0x00200000;
+constexpr unsigned k_pf_no_setaffinity = 0x04000000;
+
+std::string cg(const std::string &sub, const std::string &file = "") {
+  std::string p = std::string(k_cg_root) + sub;
+  if (!file.empty()) {
+    p += "/" + file;
+  }
+  return p;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) {
+    s.pop_back();
+  }
+  return s;
+}
+
+std::string cmdline_param(const std::string &cmdline, const std::string &key) {
+  std::istringstream in(cmdline);
+  std::string w;
+  std::string val;
+  while (in >> w) {
+    if (w.rfind(key + "=", 0) == 0) {
+      val = w.substr(key.size() + 1);
+    }
+  }
+  return val;
+}
+
+// "f,ffffffff" (sysfs cpumask format) for a CPU set.
+std::string hex_mask(const CpuSet &s) {
+  unsigned top = 0;
+  for (unsigned c : s.cpus()) {
+    top = c;
+  }
+  std::string out;
+  for (int g = static_cast<int>(top / 32); g >= 0; --g) {
+    std::uint32_t w = 0;
+    for (unsigned b = 0; b < 32; ++b) {
+      if (s.test(static_cast<unsigned>(g) * 32 + b)) {
+        w |= 1U << b;
+      }
+    }
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), out.empty() ? "%x" : "%08x", w);
+    out += (out.empty() ? "" : ",") + std::string(buf);
+  }
+  return out.empty() ? "0" : out;
+}
+
+nlohmann::json to_json(const FeederState &s) {
+  nlohmann::json k = nlohmann::json::array();
+  for (const auto &[pid, aff] : s.kthreads) {
+    k.push_back({{"pid", pid}, {"cpus", aff}});
+  }
+  nlohmann::json irqs = nlohmann::json::array();
+  for (const auto &[f, v] : s.irqs) {
+    irqs.push_back({{"file", f}, {"before", v}});
+  }
+  return {{"version", 1},
+          {"active", s.active},
+          {"mechanism", s.mechanism},
+          {"cpus", s.cpus.str()},
+          {"housekeeping", s.housekeeping.str()},
+          {"cgroup", s.cgroup},
+          {"wq_cpumask_before", s.wq_cpumask_before},
+          {"kthreads", k},
+          {"irq_mode", s.irq_mode},
+          {"irqs", irqs},
+          {"fallback", s.fallback},
+          {"cpuset_enabled_by_us", s.cpuset_enabled_by_us}};
+}
+
+FeederState from_json(const nlohmann::json &j) {
+  FeederState s;
+  s.active = j.value("active", false);
+  s.mechanism = j.value("mechanism", "");
+  if (auto c = parse_cpuset(j.value("cpus", ""))) {
+    s.cpus = *c;
+  }
+  if (auto c = parse_cpuset(j.value("housekeeping", ""))) {
+    s.housekeeping = *c;
+  }
+  s.cgroup = j.value("cgroup", k_feeder_cgroup);
+  s.wq_cpumask_before = j.value("wq_cpumask_before", "");
+  for (const auto &k : j.value("kthreads", nlohmann::json::array())) {
+    s.kthreads.emplace_back(k.value("pid", 0), k.value("cpus", ""));
+  }
+  s.irq_mode = j.value("irq_mode", "");
+  for (const auto &i : j.value("irqs", nlohmann::json::array())) {
+    s.irqs.emplace_back(i.value("file", ""), i.value("before", ""));
+  }
+  s.fallback = j.value("fallback", "");
+  s.cpuset_enabled_by_us = j.value("cpuset_enabled_by_us", false);
+  return s;
+}
+
+FeederState load_state(const Sysroot &root) {
+  auto txt = root.read(k_feeder_state);
+  if (!txt) {
+    return {};
+  }
+  auto j = nlohmann::json::parse(*txt, nullptr, false);
+  return j.is_discarded() ? FeederState{} : from_json(j);
+}
+
+Status save_state(const Sysroot &root, const FeederState &s) {
+  std::error_code ec;
+  std::filesystem::create_directories(root.path("/run/mltune"), ec);
+  return root.write_file(k_feeder_state, to_json(s).dump(2) + "\n", false);
+}
+
+void kmsg(const std::string &line) {
+  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    std::string l = "<4>mltune: " + line + "\n";
+    (void)!::write(fd, l.data(), l.size());
+    ::close(fd);
+  }
+  std::fprintf(stderr, "mltune: %s\n", line.c_str());
+}
+
+// ---- cgroup / cpuset ------------------------------------------------------
+
+Status ensure_cgroup(const Sysroot &root, const std::string &sub) {
+  std::error_code ec;
+  std::filesystem::create_directory(root.path(cg(sub)), ec);
+  if (ec) {
+    return sys_error(cg(sub) + ": mkdir", ec.value());
+  }
+  return {};
+}
+
+Result<bool> enable_cpuset_controller(const Sysroot &root) {
+  auto ctl = root.read(cg("", "cgroup.subtree_control"));
+  if (!ctl) {
+    return failure("cgroup v2 is not mounted at /sys/fs/cgroup: " + ctl.error().message);
+  }
+  if (ctl->find("cpuset") != std::string::npos) {
+    return false;
+  }
+  if (auto st = root.write_value(cg("", "cgroup.subtree_control"), "+cpuset"); !st) {
+    return st.error();
+  }
+  return true;
+}
+
+Status make_partition(const Sysroot &root, FeederState &s) {
+  auto en = enable_cpuset_controller(root);
+  if (!en) {
+    return en.error();
+  }
+  s.cpuset_enabled_by_us = s.cpuset_enabled_by_us || *en;
+  if (auto st = root.write_value(cg(s.cgroup, "cpuset.cpus"), s.cpus.str()); !st) {
+    return st.error();
+  }
+  if (auto st = root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "root"); !st) {
+    return st.error();
+  }
+  auto prs = root.read_value(cg(s.cgroup, "cpuset.cpus.partition"));
+  if (!prs || prs->rfind("root", 0) != 0 || prs->find("invalid") != std::string::npos) {
+    std::string got = prs ? *prs : prs.error().message;
+    (void)root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "member");
+    return failure(cg(s.cgroup, "cpuset.cpus.partition") + ": " + trim(got));
+  }
+  return {};
+}
+
+void remove_partition(const Sysroot &root, FeederState &s) {
+  (void)root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "member");
+  (void)root.write_value(cg(s.cgroup, "cpuset.cpus"), "");
+}
+
+// ---- kthreads, workqueues, IRQs --------------------------------------------
+
+struct Task {
+  int pid = 0;
+  std::string comm;
+  unsigned flags = 0;
+};
+
+std::vector<Task> kthreads(const Sysroot &root) {
+  std::vector<Task> out;
+  for (const auto &name : root.list_dir("/proc")) {
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    auto st = root.read("/proc/" + name + "/stat");
+    if (!st) {
+      continue;
+    }
+    auto l = st->find('(');
+    auto r = st->rfind(')');
+    if (l == std::string::npos || r == std::string::npos) {
+      continue;
+    }
+    std::istringstream rest(st->substr(r + 2));
+    std::string f;
+    unsigned long flags = 0;
+    for (int i = 3; i <= 9 && rest >> f; ++i) {
+      if (i == 9) {
+        flags = std::stoul(f);
+      }
+    }
+    if (flags & k_pf_kthread) {
+      out.push_back({std::stoi(name), st->substr(l + 1, r - l - 1), static_cast<unsigned>(flags)});
+    }
+  }
+  return out;
+}
+
+bool get_affinity(int pid, CpuSet &out) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(pid, sizeof(set), &set) != 0) {
+    return false;
+  }
+  out = {};
+  for (unsigned c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) {
+      out.set(c);
+    }
+  }
+  return true;
+}
+
+bool set_affinity(int pid, const CpuSet &s) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (unsigned c : s.cpus()) {
+    if (c < CPU_SETSIZE) {
+      CPU_SET(c, &set);
+    }
+  }
+  return ::sched_setaffinity(pid, sizeof(set), &set) == 0;
+}
+
+// Movable kthreads (rcuo*, unbound kworkers, ...) off the feeder CPUs.
+void move_kthreads(const Sysroot &root, FeederState &s) {
+  if (!root.is_live()) {
+    return;
+  }
+  for (const auto &t : kthreads(root)) {
+    CpuSet aff;
+    if ((t.flags & k_pf_no_setaffinity) || !get_affinity(t.pid, aff) || aff.count() <= 1 ||
+        !aff.intersects(s.cpus)) {
+      continue;
+    }
+    CpuSet to = aff & s.housekeeping;
+    if (to.empty()) {
+      to = s.housekeeping;
+    }
+    if (set_affinity(t.pid, to)) {
+      s.kthreads.emplace_back(t.pid, aff.str());
+    }
+  }
+}
+
+void restore_kthreads(FeederState &s) {
+  for (const auto &[pid, aff] : s.kthreads) {
+    if (auto c = parse_cpuset(aff)) {
+      (void)set_affinity(pid, *c);
+    }
+  }
+  s.kthreads.clear();
+}
+
+Status move_workqueues(const Sysroot &root, FeederState &s) {
+  auto cur = root.read_value(k_wq_mask);
+  if (!cur) {
+    return {}; // no unbound workqueue cpumask on this kernel
+  }
+  if (auto st = root.write_value(k_wq_mask, hex_mask(s.housekeeping)); !st) {
+    return st.error();
+  }
+  s.wq_cpumask_before = *cur;
+  return {};
+}
+
+// IRQs: the module steers them atomically; without it, /proc/irq one by one
+// with rollback.
+Status steer_irqs(const Sysroot &root, FeederState &s) {
+  if (root.exists(k_kmod_feeder)) {
+    if (auto st = root.write_value(k_kmod_feeder, s.cpus.str()); !st) {
+      return st.error();
+    }
+    s.irq_mode = "kmod";
+    return {};
+  }
+  s.irq_mode = "proc";
+  std::vector<std::string> files{"/proc/irq/default_smp_affinity"};
+  for (const auto &n : root.list_dir("/proc/irq")) {
+    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) {
+      files.push_back("/proc/irq/" + n + "/smp_affinity_list");
+    }
+  }
+  for (const auto &f : files) {
+    const bool hex = f.ends_with("default_smp_affinity");
+    auto cur = root.read_value(f);
+    if (!cur) {
+      continue;
+    }
+    CpuSet aff;
+    if (hex) {
+      aff = s.cpus; // always rewrite the default
+    } else if (auto c = parse_cpuset(*cur, f)) {
+      aff = *c;
+    }
+    if (!aff.intersects(s.cpus)) {
+      continue;
+    }
+    CpuSet to = hex ? s.housekeeping : aff - s.cpus;
+    if (to.empty()) {
+      to = s.housekeeping;
+    }
+    if (auto st = root.write_value(f, hex ? hex_mask(to) : to.str()); !st) {
+      const int e = st.error().sys_errno;
+      if (e == EIO || e == EINVAL || e == EPERM) {
+        continue; // not movable (managed or per-CPU IRQ)
+      }
+      return st.error();
+    }
+    s.irqs.emplace_back(f, *cur);
+  }
+  return {};
+}
+
+void restore_irqs(const Sysroot &root, FeederState &s) {
+  if (s.irq_mode == "kmod") {
+    (void)root.write_value(k_kmod_feeder, "");
+  }
+  for (auto it = s.irqs.rbegin(); it != s.irqs.rend(); ++it) {
+    (void)root.write_value(it->first, it->second);
+  }
+  s.irqs.clear();
+  s.irq_mode.clear();
+}
+
+// ---- sched_ext --------------------------------------------------------------
+
+#ifdef MLTUNE_HAVE_SCX
+Result<mltune_feeder_cfg> scx_cfg(const Sysroot &root, const FeederState &s) {
+  mltune_feeder_cfg c{};
+  struct stat st {};
+  if (::stat(root.path(cg(s.cgroup)).c_str(), &st) != 0) {
+    return sys_error(cg(s.cgroup), errno);
+  }
+  c.cgid = st.st_ino;
+  unsigned level = 0;
+  for (char ch : s.cgroup) {
+    level += ch == '/' ? 1U : 0U;
+  }
+  c.level = level;
+  for (unsigned cpu : s.cpus.cpus()) {
+    if (cpu >= MLTUNE_FEEDER_MAX_CPUS) {
+      return input_error("CPU " + std::to_string(cpu) + " beyond the scheduler's limit");
+    }
+    c.mask[cpu / 64] |= 1ULL << (cpu % 64);
+  }
+  return c;
+}
+#endif
+
+Status scx_attach(const Sysroot &root, const FeederState &s, bool update) {
+#ifdef MLTUNE_HAVE_SCX
+  auto c = scx_cfg(root, s);
+  if (!c) {
+    return c.error();
+  }
+  char err[256] = "";
+  mltune_feeder_cfg old{};
+  if (update && mltune_scx_read_cfg(k_pin_dir, &old, err, sizeof(err)) == 0) {
+    c->gen = old.gen + 1;
+  }
+  int ret = update ? mltune_scx_update(k_pin_dir, &*c, err, sizeof(err))
+                   : mltune_scx_attach(k_pin_dir, &*c, err, sizeof(err));
+  if (ret) {
+    return failure(err, -ret);
+  }
+  return {};
+#else
+  (void)root;
+  (void)s;
+  (void)update;
+  return failure("this mltunectl was built without the sched_ext scheduler");
+#endif
+}
+
+void scx_detach() {
+#ifdef MLTUNE_HAVE_SCX
+  char err[256];
+  (void)mltune_scx_detach(k_pin_dir, err, sizeof(err));
+#endif
+}
+
+std::string exit_kind_name(int k) {
+  switch (k) {
+  case 1: return "done";
+  case 64: return "unregistered";
+  case 65: return "unregistered from BPF";
+  case 66: return "unregistered from the kernel";
+  case 67: return "disabled by SysRq-S";
+  case 1024: return "runtime error";
+  case 1025: return "scheduler error";
+  case 1026: return "watchdog stall";
+  default: return "exit kind " + std::to_string(k);
+  }
+}
+
+std::string scx_exit_reason() {
+#ifdef MLTUNE_HAVE_SCX
+  mltune_feeder_uei u{};
+  char err[256] = "";
+  if (mltune_scx_read_uei(k_pin_dir, &u, err, sizeof(err)) != 0) {
+    return std::string("exit reason unavailable (") + err + ")";
+  }
+  if (u.kind == 0) {
+    return "scheduler no longer active (no exit info)";
+  }
+  std::string r = exit_kind_name(u.kind);
+  if (u.reason[0] != '\0') {
+    r += ": " + std::string(u.reason, strnlen(u.reason, sizeof(u.reason)));
+  }
+  if (u.msg[0] != '\0') {
+    r += " (" + std::string(u.msg, strnlen(u.msg, sizeof(u.msg))) + ")";
+  }
+  return r;
+#else
+  return "unknown";
+#endif
+}
+
+bool scx_is_ours(const Sysroot &root) {
+  auto st = root.read_value(std::string(k_scx_dir) + "/state");
+  auto ops = root.read_value(std::string(k_scx_dir) + "/root/ops");
+  return st && *st == "enabled" && ops && *ops == k_scx_name;
+}
+
+void start_watcher() {
+  pid_t pid = ::fork();
+  if (pid != 0) {
+    return;
+  }
+  ::setsid();
+  pid_t pid2 = ::fork(); // detach completely: reparented to init
+  if (pid2 != 0) {
+    ::_exit(0);
+  }
+  int fd = ::open("/dev/null", O_RDWR);
+  if (fd >= 0) {
+    ::dup2(fd, 0);
+    ::dup2(fd, 1);
+    ::close(fd);
+  }
+  ::execl("/proc/self/exe", "mltunectl", "feeder", "watch", static_cast<char *>(nullptr));
+  ::_exit(127);
+}
+
+} // namespace
+
+bool feeder_scx_built() {
+#ifdef MLTUNE_HAVE_SCX
+  return true;
+#else
+  return false;
+#endif
+}
+
+BootIsolation read_boot_isolation(const Sysroot &root) {
+  BootIsolation b;
+  if (auto v = root.read("/sys/devices/system/cpu/isolated")) {
+    if (auto c = parse_cpuset(*v)) {
+      b.isolated = *c;
+    }
+  }
+  if (auto v = root.read("/sys/devices/system/cpu/nohz_full")) {
+    if (auto c = parse_cpuset(*v)) {
+      b.nohz_full = *c;
+    }
+  }
+  if (auto v = root.read("/proc/cmdline")) {
+    b.isolcpus = cmdline_param(*v, "isolcpus");
+    b.rcu_nocbs = cmdline_param(*v, "rcu_nocbs");
+  }
+  return b;
+}
+
+Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolation &boot,
+                                         const std::string &want) {
+  MechanismChoice m;
+  if (!root.exists(std::string(k_scx_dir) + "/state")) {
+    m.sched_ext_refused = "the kernel has no sched_ext (CONFIG_SCHED_CLASS_EXT): "
+                          "/sys/kernel/sched_ext is absent";
+  } else if (!feeder_scx_built()) {
+    m.sched_ext_refused = "this mltunectl was built without the BPF scheduler "
+                          "(clang-16, bpftool >= 7.4, libbpf >= 1.4 missing at build time)";
+  } else if (boot.domain()) {
+    m.sched_ext_refused = "isolcpus= domain isolation is active on CPUs " + boot.isolated.str() +
+                          ": sched_ext refuses to attach (EINVAL) while scheduler domains are isolated";
+  } else {
+    m.sched_ext_usable = true;
+  }
+  if (want == "sched_ext" && !m.sched_ext_usable) {
+    return input_error("sched_ext refused: " + m.sched_ext_refused);
+  }
+  if (want != "auto" && want != "sched_ext" && want != "cpuset") {
+    return input_error("mechanism must be auto, sched_ext or cpuset, not '" + want + "'");
+  }
+  if (boot.any()) {
+    m.reasons.push_back("boot isolation present: isolated=" + boot.isolated.str() +
+                        " nohz_full=" + boot.nohz_full.str() + " isolcpus=" + boot.isolcpus +
+                        " rcu_nocbs=" + boot.rcu_nocbs);
+  }
+  if (want == "cpuset") {
+    m.mechanism = "cpuset";
+    m.reasons.emplace_back("cpuset partition requested");
+  } else if (m.sched_ext_usable) {
+    m.mechanism = "sched_ext";
+    m.reasons.emplace_back("sched_ext available: the feeder BPF scheduler keeps feeder CPUs for "
+                           "feeder tasks (full switch)");
+  } else {
+    m.mechanism = "cpuset";
+    m.reasons.push_back("sched_ext not used: " + m.sched_ext_refused);
+    m.reasons.emplace_back("cgroup v2 cpuset root partition on the feeder CPUs");
+  }
+  return m;
+}
+
+Result<bool> feeder_check(const Sysroot &root) {
+  FeederState s = load_state(root);
+  if (!s.active || s.mechanism != "sched_ext" || scx_is_ours(root)) {
+    return false;
+  }
+  s.fallback = scx_exit_reason();
+  scx_detach();
+  s.mechanism = "cpuset";
+  if (auto st = make_partition(root, s); !st) {
+    s.fallback += "; cpuset fallback FAILED: " + st.error().message;
+    kmsg("feeder: sched_ext scheduler ejected (" + s.fallback + ")");
+    (void)save_state(root, s);
+    return st.error();
+  }
+  kmsg("feeder: sched_ext scheduler ejected (" + s.fallback + "); cpuset partition fallback active on CPUs " +
+       s.cpus.str());
+  if (auto st = save_state(root, s); !st) {
+    return st.error();
+  }
+  return true;
+}
+
+Status feeder_watch(const Sysroot &root, unsigned period_ms) {
+  for (;;) {
+    FeederState s = load_state(root);
+    if (!s.active || s.mechanism != "sched_ext") {
+      return {};
+    }
+    auto r = feeder_check(root);
+    if (!r || *r) {
+      return r ? Status{} : Status{r.error()};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
+  }
+}
+
+Result<FeederStatus> feeder_status(const Sysroot &root) {
+  if (root.is_live()) {
+    (void)feeder_check(root);
+  }
+  FeederStatus st;
+  st.state = load_state(root);
+  st.boot = read_boot_isolation(root);
+  auto ch = choose_mechanism(root, st.boot);
+  if (ch) {
+    st.choice = *ch;
+  }
+  st.scx_built = feeder_scx_built();
+  if (auto v = root.read_value(std::string(k_scx_dir) + "/state")) {
+    st.scx_state = *v;
+  }
+  if (auto v = root.read_value(std::string(k_scx_dir) + "/root/ops")) {
+    st.scx_ops = *v;
+  }
+  st.scx_attached = scx_is_ours(root);
+#ifdef MLTUNE_HAVE_SCX
+  if (st.scx_attached) {
+    mltune_feeder_stats s{};
+    char err[256];
+    if (mltune_scx_read_stats(k_pin_dir, &s, err, sizeof(err)) == 0) {
+      st.stats = {s.foreign, s.stray, s.forced, s.preempted, s.feeder_enq, s.normal_enq, s.kthread_enq};
+    }
+  }
+#endif
+  if (auto v = root.read_value(cg(st.state.cgroup, "cpuset.cpus.partition"))) {
+    st.partition = *v;
+  }
+  return st;
+}
+
+Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
+                              const std::string &want) {
+  CpuSet online;
+  if (auto v = root.read("/sys/devices/system/cpu/online")) {
+    if (auto c = parse_cpuset(*v)) {
+      online = *c;
+    }
+  }
+  if (cpus.empty()) {
+    return input_error("no feeder CPUs given");
+  }
+  if (!online.contains(cpus)) {
+    return input_error("feeder CPUs " + cpus.str() + " are not all online (online: " + online.str() + ")");
+  }
+  CpuSet hk = (housekeeping & online) - cpus;
+  if (hk.empty()) {
+    hk = online - cpus;
+  }
+  if (hk.empty()) {
+    return input_error("feeder CPUs " + cpus.str() + " would leave no housekeeping CPU");
+  }
+  FeederState s = load_state(root);
+  if (s.active) {
+    if (s.mechanism == "sched_ext" && s.cpus != cpus && scx_is_ours(root)) {
+      // Runtime mask change: the map only, no reload.
+      FeederState n = s;
+      n.cpus = cpus;
+      if (auto st = scx_attach(root, n, true); !st) {
+        return st.error();
+      }
+      s.cpus = cpus;
+      (void)save_state(root, s);
+      return s;
+    }
+    if (s.cpus == cpus) {
+      return s;
+    }
+    return input_error("feeder is already on with CPUs " + s.cpus.str() + " (" + s.mechanism +
+                       "); run 'mltunectl feeder off' first");
+  }
+  auto ch = choose_mechanism(root, read_boot_isolation(root), want);
+  if (!ch) {
+    return ch.error();
+  }
+  s = FeederState{};
+  s.cpus = cpus;
+  s.housekeeping = hk;
+  s.mechanism = ch->mechanism;
+  s.active = true;
+  if (auto st = ensure_cgroup(root, s.cgroup); !st) {
+    return st.error();
+  }
+  auto undo = [&](const Error &e) -> Error {
+    restore_irqs(root, s);
+    restore_kthreads(s);
+    if (!s.wq_cpumask_before.empty()) {
+      (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
+    }
+    remove_partition(root, s);
+    return e;
+  };
+  if (auto st = steer_irqs(root, s); !st) {
+    return undo(st.error());
+  }
+  if (auto st = move_workqueues(root, s); !st) {
+    return undo(st.error());
+  }
+  move_kthreads(root, s);
+  if (s.mechanism == "sched_ext") {
+    if (auto st = scx_attach(root, s, false); !st) {
+      return undo(st.error());
+    }
+  } else if (auto st = make_partition(root, s); !st) {
+    return undo(st.error());
+  }
+  if (auto st = save_state(root, s); !st) {
+    if (s.mechanism == "sched_ext") {
+      scx_detach();
+    }
+    return undo(st.error());
+  }
+  if (s.mechanism == "sched_ext" && root.is_live()) {
+    start_watcher();
+  }
+  return s;
+}
+
+Status feeder_off(const Sysroot &root) {
+  FeederState s = load_state(root);
+  if (!s.active) {
+    return {};
+  }
+  scx_detach();
+  remove_partition(root, s);
+  restore_kthreads(s);
+  if (!s.wq_cpumask_before.empty()) {
+    (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
+  }
+  restore_irqs(root, s);
+  // Feeder tasks still running stay in the cgroup; rmdir fails then (EBUSY).
+  (void)::rmdir(root.path(cg(s.cgroup)).c_str());
+  if (s.cpuset_enabled_by_us) {
+    (void)root.write_value(cg("", "cgroup.subtree_control"), "-cpuset");
+  }
+  return root.remove_file(k_feeder_state);
+}
+
+Status feeder_inject_error(const Sysroot &root) {
+#ifdef MLTUNE_HAVE_SCX
+  (void)root;
+  mltune_feeder_cfg c{};
+  char err[256] = "";
+  if (mltune_scx_read_cfg(k_pin_dir, &c, err, sizeof(err)) != 0) {
+    return failure(err);
+  }
+  c.inject_error = 1;
+  if (mltune_scx_update(k_pin_dir, &c, err, sizeof(err)) != 0) {
+    return failure(err);
+  }
+  return {};
+#else
+  (void)root;
+  return failure("built without the sched_ext scheduler");
+#endif
+}
+
+Status feeder_exec(const Sysroot &root, const std::vector<std::string> &argv) {
+  if (argv.empty()) {
+    return input_error("no command given");
+  }
+  FeederState s = load_state(root);
+  if (!s.active) {
+    return input_error("feeder is off: run 'mltunectl feeder on' first");
+  }
+  if (auto st = root.write_value(cg(s.cgroup, "cgroup.procs"), std::to_string(::getpid())); !st) {
+    return st.error();
+  }
+  // NUMA-local memory: prefer the nodes of the feeder CPUs.
+  unsigned long nodes = 0;
+  for (unsigned n = 0; n < 64; ++n) {
+    auto v = root.read("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
+    if (!v) {
+      continue;
+    }
+    if (auto c = parse_cpuset(*v); c && c->intersects(s.cpus)) {
+      nodes |= 1UL << n;
+    }
+  }
+  if (nodes != 0) {
+    constexpr int k_mpol_preferred = 1;
+    constexpr int k_mpol_preferred_many = 5;
+    if (::syscall(SYS_set_mempolicy, k_mpol_preferred_many, &nodes, 64UL) != 0) {
+      unsigned long first = nodes & (~nodes + 1);
+      (void)::syscall(SYS_set_mempolicy, k_mpol_preferred, &first, 64UL);
+    }
+  }
+  std::vector<char *> args;
+  for (const auto &a : argv) {
+    args.push_back(const_cast<char *>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  return sys_error(argv[0], errno);
+}
+
+} // namespace mltune

@@ -1,0 +1,191 @@
+// mltunectl feeder status|on|off|run -- CMD  (Documentation/feeder.rst)
+#include "cli.hpp"
+
+#include "mltune/feeder.hpp"
+#include "mltune/plan.hpp"
+#include "mltune/topology.hpp"
+
+#include <ostream>
+
+namespace mltune::cli {
+
+namespace {
+
+struct FeederArgs {
+  std::string cpus = "feeder";
+  std::string mechanism = "auto";
+  std::vector<std::string> cmd;
+};
+
+// Feeder and housekeeping CPUs: a cpulist, or a role of the plan.
+Result<std::pair<CpuSet, CpuSet>> resolve(const Sysroot &root, const std::string &spec) {
+  if (!spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
+    auto c = parse_cpuset(spec, "--cpus");
+    if (!c) {
+      return c.error();
+    }
+    return std::pair{*c, CpuSet{}};
+  }
+  auto t = discover_topology(root);
+  if (!t) {
+    return t.error();
+  }
+  auto p = make_plan(*t);
+  if (!p) {
+    return p.error();
+  }
+  auto c = resolve_cpuset(spec, *p);
+  if (!c) {
+    return c.error();
+  }
+  if (c->empty()) {
+    std::string why = p->reasons.empty() ? "" : ": " + p->reasons.back();
+    return input_error("the plan has no '" + spec + "' CPUs" + why + "; give --cpus LIST");
+  }
+  return std::pair{*c, p->housekeeping};
+}
+
+nlohmann::json state_json(const FeederState &s) {
+  return {{"active", s.active},     {"mechanism", s.mechanism},     {"cpus", s.cpus.str()},
+          {"housekeeping", s.housekeeping.str()}, {"cgroup", s.cgroup}, {"fallback", s.fallback},
+          {"irq_mode", s.irq_mode}, {"irqs_moved", s.irqs.size()}, {"kthreads_moved", s.kthreads.size()}};
+}
+
+void print_status(Context &ctx, const FeederStatus &st) {
+  if (ctx.json) {
+    nlohmann::json j = state_json(st.state);
+    j["boot_isolation"] = {{"isolated", st.boot.isolated.str()}, {"nohz_full", st.boot.nohz_full.str()},
+                           {"isolcpus", st.boot.isolcpus},       {"rcu_nocbs", st.boot.rcu_nocbs}};
+    j["choice"] = {{"mechanism", st.choice.mechanism}, {"sched_ext_usable", st.choice.sched_ext_usable},
+                   {"sched_ext_refused", st.choice.sched_ext_refused}, {"reasons", st.choice.reasons}};
+    j["sched_ext"] = {{"built", st.scx_built}, {"state", st.scx_state}, {"ops", st.scx_ops},
+                      {"attached", st.scx_attached}, {"foreign", st.stats.foreign},
+                      {"stray", st.stats.stray}, {"forced", st.stats.forced},
+                      {"preempted", st.stats.preempted}};
+    j["partition"] = st.partition;
+    ctx.emit(j);
+    return;
+  }
+  auto &o = *ctx.out;
+  o << "feeder: " << (st.state.active ? "on" : "off") << "\n";
+  if (st.state.active) {
+    o << "mechanism: " << st.state.mechanism << "\n"
+      << "cpus: " << st.state.cpus.str() << "\n"
+      << "housekeeping: " << st.state.housekeeping.str() << "\n"
+      << "cgroup: /sys/fs/cgroup" << st.state.cgroup << "\n"
+      << "irqs: " << (st.state.irq_mode.empty() ? "-" : st.state.irq_mode) << " (" << st.state.irqs.size()
+      << " affinities moved)\n"
+      << "kthreads moved: " << st.state.kthreads.size() << "\n";
+    if (!st.state.fallback.empty()) {
+      o << "fallback: cpuset partition after sched_ext ejection: " << st.state.fallback << "\n";
+    }
+    if (!st.partition.empty()) {
+      o << "partition: " << st.partition << "\n";
+    }
+  }
+  if (st.boot.any()) {
+    o << "boot isolation: isolated=" << st.boot.isolated.str() << " nohz_full=" << st.boot.nohz_full.str()
+      << " isolcpus=" << st.boot.isolcpus << " rcu_nocbs=" << st.boot.rcu_nocbs << "\n";
+  } else {
+    o << "boot isolation: none\n";
+  }
+  o << "sched_ext: " << (st.scx_state.empty() ? "absent" : st.scx_state)
+    << (st.scx_ops.empty() ? "" : " (" + st.scx_ops + ")") << (st.scx_attached ? ", mltune_feeder attached" : "")
+    << "\n";
+  if (st.scx_attached) {
+    o << "sched_ext counters: foreign=" << st.stats.foreign << " stray=" << st.stats.stray
+      << " forced=" << st.stats.forced << " preempted=" << st.stats.preempted << "\n";
+  }
+  if (!st.choice.sched_ext_usable) {
+    o << "sched_ext refused: " << st.choice.sched_ext_refused << "\n";
+  }
+  o << "mechanism choice: " << st.choice.mechanism << "\n";
+  for (const auto &r : st.choice.reasons) {
+    o << "  - " << r << "\n";
+  }
+}
+
+} // namespace
+
+void register_feeder(CLI::App &app, Context &ctx) {
+  auto args = std::make_shared<FeederArgs>();
+  auto *f = app.add_subcommand("feeder", "GPU-feeder cores at runtime (sched_ext or cpuset partition)");
+  f->require_subcommand(1);
+
+  auto *status = f->add_subcommand("status", "Show the feeder state, the mechanism choice and why");
+  status->callback([&ctx] {
+    auto st = feeder_status(ctx.root());
+    if (!st) {
+      ctx.fail(st.error());
+      return;
+    }
+    print_status(ctx, *st);
+  });
+
+  auto *on = f->add_subcommand("on", "Keep the feeder CPUs for the feeder cgroup (or change its CPUs)");
+  on->add_option("--cpus", args->cpus, "cpulist or plan role (feeder, feeder:N)")->capture_default_str();
+  on->add_option("--mechanism", args->mechanism, "auto, sched_ext or cpuset")->capture_default_str();
+  on->callback([&ctx, args] {
+    const Sysroot root = ctx.root();
+    auto cpus = resolve(root, args->cpus);
+    if (!cpus) {
+      ctx.fail(cpus.error());
+      return;
+    }
+    if (ctx.dry_run) {
+      auto ch = choose_mechanism(root, read_boot_isolation(root), args->mechanism);
+      if (!ch) {
+        ctx.fail(ch.error());
+        return;
+      }
+      *ctx.out << "would keep CPUs " << cpus->first.str() << " with " << ch->mechanism << "\n";
+      return;
+    }
+    auto s = feeder_on(root, cpus->first, cpus->second, args->mechanism);
+    if (!s) {
+      ctx.fail(s.error());
+      return;
+    }
+    if (ctx.json) {
+      ctx.emit(state_json(*s));
+    } else {
+      *ctx.out << "feeder on: CPUs " << s->cpus.str() << " with " << s->mechanism << ", housekeeping "
+               << s->housekeeping.str() << "\n";
+    }
+  });
+
+  auto *off = f->add_subcommand("off", "Remove the feeder setup and restore every affinity");
+  off->callback([&ctx] {
+    if (auto st = feeder_off(ctx.root()); !st) {
+      ctx.fail(st.error());
+      return;
+    }
+    if (!ctx.json) {
+      *ctx.out << "feeder off\n";
+    }
+  });
+
+  auto *run = f->add_subcommand("run", "Run a command in the feeder cgroup with NUMA-local memory");
+  run->add_option("cmd", args->cmd, "command and arguments (after --)")->required();
+  run->callback([&ctx, args] {
+    auto st = feeder_exec(ctx.root(), args->cmd);
+    ctx.fail(st.error()); // only on failure
+  });
+
+  auto *watch = f->add_subcommand("watch", "Internal: wait for a sched_ext ejection and fall back");
+  watch->group("");
+  watch->callback([&ctx] {
+    if (auto st = feeder_watch(ctx.root()); !st) {
+      ctx.fail(st.error());
+    }
+  });
+  auto *inject = f->add_subcommand("inject-error", "Test hook: make the BPF scheduler fail");
+  inject->group("");
+  inject->callback([&ctx] {
+    if (auto st = feeder_inject_error(ctx.root()); !st) {
+      ctx.fail(st.error());
+    }
+  });
+}
+
+} // namespace mltune::cli
