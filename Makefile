@@ -18,6 +18,9 @@ CACHE := $(or $(MLTUNE_CACHE),$(XDG_CACHE_HOME),$(HOME)/.cache)/mltune
 JOBS ?= $(shell nproc)
 # Compiler cache outside the tree: a clean clone rebuilds from it.
 export CCACHE_DIR ?= $(CACHE)/ccache
+# Paths relative to the tree, so clones at other paths share the cache.
+export CCACHE_BASEDIR ?= $(ROOT)
+export CCACHE_NOHASHDIR ?= 1
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
