@@ -84,11 +84,16 @@ static struct mltune_feeder_stats *get_stats(void)
 
 static bool cpu_is_feeder(const struct mltune_feeder_cfg *c, s32 cpu)
 {
-	u32 u = cpu;
+	u32 w;
 
-	if (cpu < 0 || u >= MLTUNE_FEEDER_MAX_CPUS)
+	if (cpu < 0)
 		return false;
-	return (c->mask[(u / 64) & (MLTUNE_FEEDER_MASK_WORDS - 1)] >> (u % 64)) & 1;
+	w = (u32)cpu >> 6;
+	/* Keep the bound check on w itself: the verifier tracks it there. */
+	asm volatile("" : "+r"(w));
+	if (w >= MLTUNE_FEEDER_MASK_WORDS)
+		return false;
+	return (c->mask[w] >> ((u32)cpu & 63)) & 1;
 }
 
 static bool is_percpu_kthread(const struct task_struct *p)
