@@ -214,7 +214,9 @@ std::vector<std::string> bitset_names(nlattr *bitset) {
   int rem = 0;
   nla_for_each_nested(bit, tb[ETHTOOL_A_BITSET_BITS], rem) {
     nlattr *bt[ETHTOOL_A_BITSET_BIT_MAX + 1] = {};
-    if (nla_parse_nested(bt, ETHTOOL_A_BITSET_BIT_MAX, bit, nullptr) == 0 && bt[ETHTOOL_A_BITSET_BIT_NAME]) {
+    // Without NOMASK every bit of the mask is listed; VALUE marks set ones.
+    if (nla_parse_nested(bt, ETHTOOL_A_BITSET_BIT_MAX, bit, nullptr) == 0 && bt[ETHTOOL_A_BITSET_BIT_NAME] &&
+        (tb[ETHTOOL_A_BITSET_NOMASK] || bt[ETHTOOL_A_BITSET_BIT_VALUE])) {
       out.emplace_back(nla_get_string(bt[ETHTOOL_A_BITSET_BIT_NAME]));
     }
   }
