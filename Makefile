@@ -39,9 +39,16 @@ ensure-deps:
 build: userspace kmod selftests
 
 # ---- user space (C++20, CMake) ---------------------------------------------
+# The sched_ext scheduler in bpf/ is compiled against the BTF of the newest
+# matrix kernel's headers, which live in its sid build chroot.
+SCX_KVER = $(shell scripts/kernels.sh resolve $(lastword $(MATRIX)) 2>/dev/null)
+SCX_BTF = $(CACHE)/sid-chroot-$(SCX_KVER)/usr/src/linux-headers-$(SCX_KVER)/vmlinux
+
 userspace:
+	@[ -z "$(SCX_KVER)" ] || scripts/sid-chroot.sh ensure $(SCX_KVER) >/dev/null
 	@if [ -f CMakeLists.txt ]; then \
 		cmake -S . -B $(BUILD)/userspace -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_LAUNCHER) \
+			$(if $(SCX_KVER),-DMLTUNE_SCX_BTF=$(SCX_BTF)) \
 			-DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null && \
 		cmake --build $(BUILD)/userspace -j $(JOBS); \
 	fi
