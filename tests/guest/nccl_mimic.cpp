@@ -61,7 +61,7 @@ void sleep_ms(int ms) {
 // Polls like NCCL's proxy loop, but sleeps a little so the TCG guest stays usable.
 void poll_until_stop() {
   while (!g_stop) {
-    for (int i = 0; i < 1000; ++i) {
+    for (int i = 0; i < 10; ++i) {
       sched_yield();
     }
     sleep_ms(1);

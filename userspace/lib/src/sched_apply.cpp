@@ -953,6 +953,9 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
         if (a.result == "failed") {
           keep.push_back(e);
         }
+      } else if (!mv && gone(mv.error())) {
+        a.result = "gone";
+        a.message = "thread exited while being restored";
       } else if (!mv) {
         a.result = "failed";
         a.message = "policy restored; moving back to " + e.cgroup_before + ": " + mv.error().message;

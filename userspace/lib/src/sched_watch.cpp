@@ -149,15 +149,16 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
       std::memcpy(&ev, payload + sizeof(cn_msg), std::min<size_t>(cn.len, sizeof(ev)));
       switch (ev.what) {
       case PROC_EVENT_FORK: {
-        const int parent = static_cast<int>(ev.event_data.fork.parent_pid);
+        // A new thread inherits its creator's name; the kernel does not say
+        // which thread created it (parent_pid is the process's parent).  Rules
+        // apply to threads when they name themselves, so only new processes
+        // are looked at here; threads spawned by a DEADLINE thread stay as
+        // reset-on-fork made them.
         const int child = static_cast<int>(ev.event_data.fork.child_pid);
         const int tgid = static_cast<int>(ev.event_data.fork.child_tgid);
-        if (managed.contains(parent)) {
-          log("thread " + std::to_string(child) + " of " + std::to_string(tgid) + " created by managed thread " +
-              std::to_string(parent) + ": inherited name, policy left to reset-on-fork");
-          break;
+        if (child == tgid) {
+          one(tgid, child, "fork");
         }
-        one(tgid, child, "fork");
         break;
       }
       case PROC_EVENT_EXEC: {
