@@ -36,6 +36,7 @@
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
+#include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/refcount.h>
 #include <linux/sched/signal.h>
@@ -330,8 +331,9 @@ static ssize_t reserved_store(struct kobject *kobj, struct kobj_attribute *attr,
 	ret = hp_parse_pages(buf, &target);
 	if (ret)
 		return ret;
-	if (mutex_lock_interruptible(&hp_resize_lock))
-		return -EINTR;
+	ret = mutex_lock_interruptible(&hp_resize_lock);
+	if (ret)
+		return ret;
 	ret = hp_node_resize(to_hp_node(kobj), target);
 	mutex_unlock(&hp_resize_lock);
 	return ret ? ret : count;
@@ -583,9 +585,11 @@ int mltune_hugepool_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!len || (len & (HP_SIZE - 1)))
 		return -EINVAL;
-	if (nid >= MAX_NUMNODES || !hp_nodes[nid])
+	if (nid >= MAX_NUMNODES)
 		return -EINVAL;
-	n = hp_nodes[nid];
+	n = hp_nodes[array_index_nospec(nid, MAX_NUMNODES)];
+	if (!n)
+		return -EINVAL;
 	nr = len >> HP_SHIFT;
 
 	buf = kvzalloc(struct_size(buf, pages, nr), GFP_KERNEL);
@@ -625,9 +629,11 @@ static long hp_ioctl_info(void __user *uarg)
 
 	if (copy_from_user(&info, uarg, sizeof(info)))
 		return -EFAULT;
-	if (info.flags || info.node >= MAX_NUMNODES || !hp_nodes[info.node])
+	if (info.flags || info.node >= MAX_NUMNODES)
 		return -EINVAL;
-	n = hp_nodes[info.node];
+	n = hp_nodes[array_index_nospec(info.node, MAX_NUMNODES)];
+	if (!n)
+		return -EINVAL;
 	hp_node_counts(n, &reserved, &free);
 	info.page_size = HP_SIZE;
 	info.reserved = reserved;
