@@ -53,6 +53,7 @@ int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &e
   register_plan(app, ctx);
   register_boot(app, ctx);
   register_feeder(app, ctx);
+  register_pool(app, ctx);
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {

@@ -49,6 +49,7 @@ void register_topology(CLI::App &app, Context &ctx);
 void register_plan(CLI::App &app, Context &ctx);
 void register_boot(CLI::App &app, Context &ctx);
 void register_feeder(CLI::App &app, Context &ctx); // feeder status|on|off|run
+void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release
 
 // Runs mltunectl with argv (without the program name); returns the exit code.
 int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err);

@@ -1,0 +1,93 @@
+// Huge-page pool of the mltune module (Documentation/hugepool.rst).
+//
+// Reservation state and changes go through sysfs below the Sysroot
+// (/sys/kernel/mltune/hugepool); buffers are mmap()s of /dev/mltune and only
+// exist on a live node.
+//
+//   auto buf = mltune::allocate(1, 256 << 20);   // 256 MiB on NUMA node 1
+//   if (!buf) { ... buf.error().message ... }
+//   cudaHostRegister(buf->data(), buf->size(), cudaHostRegisterDefault);
+//   // the pages go back to the pool when buf (the last mapping) goes
+#pragma once
+
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune {
+
+inline constexpr std::size_t k_pool_page_size = std::size_t{2} << 20;
+
+struct PoolNode {
+  int node = -1;
+  std::uint64_t reserved = 0; // 2 MiB pages owned by the pool (free + mapped)
+  std::uint64_t free = 0;     // ready to map
+  std::uint64_t mapped = 0;   // in buffers still mapped
+};
+
+struct PoolStatus {
+  std::vector<PoolNode> nodes; // ascending node numbers
+  std::uint64_t pmd_mappings = 0;
+  std::uint64_t pte_mappings = 0;
+  std::uint64_t orphaned = 0;
+  bool pmd_capable = false;
+};
+
+// Pool state; a failure when the module is not loaded.
+[[nodiscard]] Result<PoolStatus> pool_status(const Sysroot &root);
+
+// "256" (2 MiB pages) or "512M", "1G", "4096K" (bytes, a multiple of 2 MiB),
+// the syntax of the sysfs files; returns pages.
+[[nodiscard]] Result<std::uint64_t> parse_pool_size(std::string_view text);
+
+// Sets node's reservation to `pages`.  When the kernel could not supply all
+// of it, or mapped pages kept it from shrinking that far, the Error says how
+// far it got (the pool keeps that state).
+[[nodiscard]] Result<PoolNode> pool_reserve(const Sysroot &root, int node, std::uint64_t pages);
+// Frees up to `pages` free pages of node (all free pages when pages is
+// UINT64_MAX); mapped pages are never touched.
+[[nodiscard]] Result<PoolNode> pool_release(const Sysroot &root, int node, std::uint64_t pages);
+
+// A mapped pool buffer; owns the mapping (move-only).  Destroying it unmaps
+// the buffer; the pages return to the pool once nothing else (a fork with
+// MADV_DOFORK, an RDMA or io_uring registration) still holds them.
+class PoolBuffer {
+public:
+  PoolBuffer() = default;
+  ~PoolBuffer();
+  PoolBuffer(PoolBuffer &&other) noexcept;
+  PoolBuffer &operator=(PoolBuffer &&other) noexcept;
+  PoolBuffer(const PoolBuffer &) = delete;
+  PoolBuffer &operator=(const PoolBuffer &) = delete;
+
+  [[nodiscard]] void *data() const { return data_; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] int node() const { return node_; }
+  [[nodiscard]] bool empty() const { return data_ == nullptr; }
+  // Unmaps now (idempotent).
+  void reset();
+  // Gives up ownership: the caller munmap()s data(), size() later.
+  [[nodiscard]] void *release();
+
+private:
+  friend Result<PoolBuffer> allocate(int node, std::size_t bytes, bool populate);
+  PoolBuffer(void *data, std::size_t size, int node) : data_(data), size_(size), node_(node) {}
+
+  void *data_ = nullptr;
+  std::size_t size_ = 0;
+  int node_ = -1;
+};
+
+// Maps `bytes` (rounded up to 2 MiB) of pinned, zeroed memory from NUMA
+// node `node`'s pool.  `populate` maps every page up front (MAP_POPULATE).
+// Errors: input error for bytes == 0 or a node without pool (EINVAL),
+// failure with ENOMEM when the node has fewer free pages, ENOENT when the
+// module is not loaded.  All or nothing.
+[[nodiscard]] Result<PoolBuffer> allocate(int node, std::size_t bytes, bool populate = true);
+
+} // namespace mltune
