@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist"
+	local commands="profile audit verify diff switch persist topology plan boot"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -37,6 +37,8 @@ _mltunectl() {
 		switch) opts+=" --backend" ;;
 		audit) opts+=" --profile" ;;
 		persist) opts+=" --profile --remove" ;;
+		plan) opts+=" --gpus-per-rank --feeder-cores-per-gpu" ;;
+		boot) [[ $sub == remove ]] || opts+=" --profile --isolate --gpus-per-rank --feeder-cores-per-gpu" ;;
 		esac
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
 		return
@@ -53,5 +55,6 @@ _mltunectl() {
 		;;
 	verify | diff) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); _filedir toml ;;
 	switch) COMPREPLY=($(compgen -W "$(_mltunectl_profiles) baseline" -- "$cur")); _filedir toml ;;
+	boot) [[ -z $sub ]] && COMPREPLY=($(compgen -W "show apply verify remove" -- "$cur")) ;;
 	esac
 } && complete -F _mltunectl mltunectl

@@ -18,7 +18,7 @@ std::string_view action_name(PlanStep::Action a) {
   return "?";
 }
 
-void print_plan(Context &ctx, const Plan &plan, Backend backend) {
+void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend) {
   if (ctx.json) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto &s : plan.steps) {
@@ -65,7 +65,7 @@ void switch_baseline(Context &ctx, const Sysroot &root, Backend backend) {
     if (!base) {
       return ctx.fail(base.error());
     }
-    Plan plan{std::string(k_baseline), {}};
+    SwitchPlan plan{std::string(k_baseline), {}};
     if (backend == Backend::direct) {
       for (const auto &[path, value] : *base) {
         auto cur = root.read_value(path);

@@ -27,8 +27,8 @@ Backend choose_backend(const Sysroot &root, Backend wanted) {
   return kernel_backend_present(root) ? Backend::kernel : Backend::direct;
 }
 
-Result<Plan> make_plan(const Profile &profile, const Sysroot &root) {
-  Plan plan{profile.name, {}};
+Result<SwitchPlan> make_plan(const Profile &profile, const Sysroot &root) {
+  SwitchPlan plan{profile.name, {}};
   for (const auto &st : compare(profile, root)) {
     const Knob &k = *st.knob;
     PlanStep step{k.key, k.path(), k.value, st.current, k.optional, PlanStep::Action::write, {}};

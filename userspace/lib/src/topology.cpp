@@ -431,6 +431,10 @@ Result<Topology> discover_topology(const Sysroot &root) {
     core.threads.set(c);
     for (const unsigned s2 : core.threads.cpus()) {
       const auto &o = cpus[s2];
+      if (!(o.siblings == ci.siblings)) {
+        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/thread_siblings_list: " +
+                o.siblings.str() + " disagrees with CPU " + std::to_string(c) + "'s " + ci.siblings.str());
+      }
       if (o.node != ci.node) {
         rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/thread_siblings_list: SMT sibling of CPU " +
                 std::to_string(c) + " is on NUMA node " + std::to_string(o.node) + ", not " + std::to_string(ci.node));

@@ -34,14 +34,14 @@ struct PlanStep {
   std::string note; // why skipped
 };
 
-struct Plan {
+struct SwitchPlan {
   std::string profile;
   std::vector<PlanStep> steps;
 };
 
 // Validates the profile against the node: fails (Errc::failed) when a
 // required knob does not exist, before anything is written.
-Result<Plan> make_plan(const Profile &profile, const Sysroot &root);
+Result<SwitchPlan> make_plan(const Profile &profile, const Sysroot &root);
 
 struct SwitchReport {
   Backend backend = Backend::direct;
