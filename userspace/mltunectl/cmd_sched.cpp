@@ -217,6 +217,7 @@ void run_watch(Context &ctx, const SchedArgs &args) {
   clock_gettime(CLOCK_MONOTONIC, &start);
   WatchOptions wo;
   wo.sched = options(ctx, args);
+  wo.sched.ledger_ttl_ms = 2000;
   std::ostream &out = *ctx.out;
   const bool json = ctx.json;
   wo.sched.log = [&out, json](const SchedAction &a) {

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <filesystem>
 #include <set>
@@ -55,6 +56,12 @@ std::string trim(std::string s) {
 CpuSet cpus_or_empty(std::string_view s) {
   auto r = parse_cpuset(s);
   return r ? *r : CpuSet{};
+}
+
+int64_t mono_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 bool is_number(std::string_view s) {
@@ -617,7 +624,25 @@ bool gone(const Error &e) { return e.sys_errno == ESRCH || e.sys_errno == ENOENT
 Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, const SchedOptions &opt) {
   SchedReport rep;
   const Sysroot &root = sys.root();
-  Ledger ledger = build_ledger(sys, true);
+  // The watcher's cached ledger (one per process; the watcher is the only user).
+  static Ledger cached;
+  static int64_t cached_at = -1;
+  const int64_t now = mono_ms();
+  const bool use_cache = opt.ledger_ttl_ms > 0 && cached_at >= 0 && now - cached_at < opt.ledger_ttl_ms;
+  Ledger ledger = use_cache ? cached : build_ledger(sys, true);
+  if (opt.ledger_ttl_ms > 0 && !use_cache) {
+    cached = ledger;
+    cached_at = now;
+  }
+  auto charge = [&](const std::string &domain, double bw) {
+    if (opt.ledger_ttl_ms > 0 && cached_at >= 0) {
+      if (RootDomain *d = cached.find(domain)) {
+        d->used += bw;
+      } else {
+        cached_at = -1; // a new partition: rescan next time
+      }
+    }
+  };
 
   // Admission for the whole request, per root domain, before touching anything.
   for (auto &p : plans) {
@@ -751,6 +776,7 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
       emit(action_of(q, s.error().sys_errno == ESRCH ? "gone" : "failed", s.error().message));
       continue;
     }
+    charge(p.domain.empty() ? "default" : p.domain, want.bandwidth() - p.before.bandwidth());
     record(st, q, want, moved_to);
     if (auto ss = save_state(root, st); !ss) {
       rep.notes.push_back("cannot save state: " + ss.error().message);

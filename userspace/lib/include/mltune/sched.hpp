@@ -139,6 +139,10 @@ struct SchedOptions {
   std::optional<int> pid;   // only this process
   std::string feeder;       // feeder cpulist override
   bool dry_run = false;
+  // Watcher: reuse the admission ledger (bandwidth of existing DEADLINE
+  // threads) for this long, updated with what this process applies, instead
+  // of rescanning every thread per event.  0: always rescan.
+  int ledger_ttl_ms = 0;
   // Threads whose rule check we skip (watcher: inherited names).
   std::function<void(const SchedAction &)> log; // called for each action
 };
