@@ -13,7 +13,9 @@ void Context::fail(const Error &e) {
   }
 }
 
-void Context::emit(const nlohmann::json &j) const { *out << j.dump(2) << "\n"; }
+void Context::emit(const nlohmann::json &j) const {
+  *out << j.dump(2) << "\n";
+}
 
 std::string Context::default_profile() const {
   if (auto conf = root().read("/etc/mltune/mltune.conf")) {
@@ -49,9 +51,11 @@ int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &e
   register_verify(app, ctx);
   register_switch(app, ctx);
   register_persist(app, ctx);
+  register_nic(app, ctx);
   register_topology(app, ctx);
   register_plan(app, ctx);
   register_boot(app, ctx);
+  register_sched(app, ctx);
   register_feeder(app, ctx);
   register_pool(app, ctx);
 

@@ -45,9 +45,14 @@ void register_audit(CLI::App &app, Context &ctx);
 void register_verify(CLI::App &app, Context &ctx); // verify and diff
 void register_switch(CLI::App &app, Context &ctx);
 void register_persist(CLI::App &app, Context &ctx);
+void register_nic(CLI::App &app, Context &ctx); // nic show|diff|apply
+// The NIC step of `switch`: applies the profile's [nic] tables (no-op when
+// it has none or the sysroot is not the live node).
+Status nic_switch_step(Context &ctx, const Profile &profile, bool dry_run);
 void register_topology(CLI::App &app, Context &ctx);
 void register_plan(CLI::App &app, Context &ctx);
 void register_boot(CLI::App &app, Context &ctx);
+void register_sched(CLI::App &app, Context &ctx); // sched list|apply|watch|reset, and watch
 void register_feeder(CLI::App &app, Context &ctx); // feeder status|on|off|run
 void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release
 

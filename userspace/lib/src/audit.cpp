@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <map>
 #include <fcntl.h>
+#include <map>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,8 +117,7 @@ void audit_knobs(const Profile &profile, const Sysroot &root, std::vector<Findin
               cat != nullptr ? std::string(cat->impact) : k.reason,
               {}};
     switch (st.state) {
-    case KnobState::match:
-      break;
+    case KnobState::match: break;
     case KnobState::differs:
       f.severity = k.optional ? Severity::info : (cat != nullptr ? cat->severity : Severity::warning);
       f.fix = knob_fix(k) + "  (or: mltunectl switch " + profile.name + ")";
@@ -166,8 +165,13 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
       ++epb[*e];
     }
   }
-  Finding g{"cpu:governor", "cpu", Severity::ok, tally(gov, list.size()), "performance",
-            "Frequency ramp-up on bursty feeder threads delays kernel launches and collectives", {}};
+  Finding g{"cpu:governor",
+            "cpu",
+            Severity::ok,
+            tally(gov, list.size()),
+            "performance",
+            "Frequency ramp-up on bursty feeder threads delays kernel launches and collectives",
+            {}};
   if (gov.empty()) {
     g.current = "no cpufreq (firmware or hypervisor controls frequency)";
     g.severity = Severity::info;
@@ -176,8 +180,13 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
     g.fix = "cpupower frequency-set -g performance";
   }
   out.push_back(std::move(g));
-  Finding e{"cpu:energy_perf_bias", "cpu", Severity::ok, tally(epb, list.size()), "0",
-            "A power-saving bias lowers turbo residency and adds wake-up latency", {}};
+  Finding e{"cpu:energy_perf_bias",
+            "cpu",
+            Severity::ok,
+            tally(epb, list.size()),
+            "0",
+            "A power-saving bias lowers turbo residency and adds wake-up latency",
+            {}};
   if (epb.empty()) {
     e.current = "not exposed";
     e.severity = Severity::info;
@@ -191,9 +200,10 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
 void audit_memory(const Profile &profile, const Sysroot &root, std::vector<Finding> &out) {
   // THP and NUMA balancing are knobs of the built-in profiles; check them even
   // when a custom profile leaves them out.
-  const std::pair<std::string_view, std::string_view> must[] = {
-      {"kernel/mm/transparent_hugepage/enabled", "madvise"}, {"kernel.numa_balancing", "0"}};
-  Profile extra{profile.name, {}, {}, {}};
+  const std::pair<std::string_view, std::string_view> must[] = {{"kernel/mm/transparent_hugepage/enabled", "madvise"},
+                                                                {"kernel.numa_balancing", "0"}};
+  Profile extra;
+  extra.name = profile.name;
   for (const auto &[key, value] : must) {
     if (profile.find(key) == nullptr) {
       const bool sysfs = key.find('/') != std::string_view::npos;
@@ -216,10 +226,13 @@ void audit_memory(const Profile &profile, const Sysroot &root, std::vector<Findi
     }
     auto swappiness = root.read_value("/proc/sys/vm/swappiness");
     const long long sw = swappiness ? to_ll(*swappiness) : -1;
-    Finding f{"memory:swap", "memory", Severity::ok,
+    Finding f{"memory:swap",
+              "memory",
+              Severity::ok,
               devices == 0 ? "no swap" : std::to_string(devices) + " device(s), " + std::to_string(kib / 1024) + " MiB",
               "no swap, or vm.swappiness <= 1",
-              "Pages of the training process or pinned staging buffers swapped out stall the GPU pipeline", {}};
+              "Pages of the training process or pinned staging buffers swapped out stall the GPU pipeline",
+              {}};
     if (devices > 0) {
       f.severity = sw >= 0 && sw <= 1 ? Severity::info : Severity::warning;
       f.fix = "swapoff -a and remove swap entries from /etc/fstab, or mltunectl switch " + profile.name;
@@ -279,8 +292,13 @@ void audit_limits(const Sysroot &root, std::vector<Finding> &out) {
     const auto conf = configured_limits(root, l.item);
     const std::string soft = conf.contains("soft") ? conf.at("soft") : "not set";
     const std::string hard = conf.contains("hard") ? conf.at("hard") : "not set";
-    Finding c{"limits:" + std::string(l.item) + ":configured", "limits", Severity::ok,
-              "soft " + soft + ", hard " + hard, std::string(l.want_text), std::string(l.impact), {}};
+    Finding c{"limits:" + std::string(l.item) + ":configured",
+              "limits",
+              Severity::ok,
+              "soft " + soft + ", hard " + hard,
+              std::string(l.want_text),
+              std::string(l.impact),
+              {}};
     if (!limit_ok(soft, l.want) || !limit_ok(hard, l.want)) {
       c.severity = Severity::warning;
       c.fix = "mltunectl persist  (writes /etc/security/limits.d/90-mltune.conf: * - " + std::string(l.item) + " " +
@@ -298,8 +316,13 @@ void audit_limits(const Sysroot &root, std::vector<Finding> &out) {
       if (w.size() < 2) {
         break;
       }
-      Finding e{"limits:" + std::string(l.item) + ":effective", "limits", Severity::ok,
-                "soft " + w[0] + ", hard " + w[1], std::string(l.want_text), std::string(l.impact), {}};
+      Finding e{"limits:" + std::string(l.item) + ":effective",
+                "limits",
+                Severity::ok,
+                "soft " + w[0] + ", hard " + w[1],
+                std::string(l.want_text),
+                std::string(l.impact),
+                {}};
       if (!limit_ok(w[0], l.want)) {
         e.severity = Severity::warning;
         e.fix = "set LimitMEMLOCK=/LimitNOFILE= in the job's systemd unit or container runtime, "
@@ -313,8 +336,13 @@ void audit_limits(const Sysroot &root, std::vector<Finding> &out) {
 
 void audit_kernel(const Sysroot &root, std::vector<Finding> &out) {
   auto v = kernel_version(root);
-  Finding f{"kernel:version", "kernel", Severity::ok, v ? v->release : "unknown", ">= 6.1",
-            "Older kernels lack EEVDF fixes, cpuset partitions and folio-based THP improvements", {}};
+  Finding f{"kernel:version",
+            "kernel",
+            Severity::ok,
+            v ? v->release : "unknown",
+            ">= 6.1",
+            "Older kernels lack EEVDF fixes, cpuset partitions and folio-based THP improvements",
+            {}};
   if (!v) {
     f.severity = Severity::info;
   } else if (v->major < 5 || (v->major == 5 && v->minor < 15)) {
@@ -346,11 +374,13 @@ void audit_irqbalance(const Sysroot &root, std::vector<Finding> &out) {
                                          w[0].starts_with("IRQBALANCE_BANNED_CPULIST=")));
     }
   }
-  Finding f{"irq:irqbalance", "irq",
+  Finding f{"irq:irqbalance",
+            "irq",
             Severity::ok,
             running ? (banned ? "running, feeder CPUs banned" : "running") : "not running",
             "not running, or running with IRQBALANCE_BANNED_CPULIST",
-            "irqbalance moves GPU and NIC interrupts across NUMA nodes and onto feeder cores", {}};
+            "irqbalance moves GPU and NIC interrupts across NUMA nodes and onto feeder cores",
+            {}};
   if (running && !banned) {
     f.severity = Severity::info;
     f.fix = "set IRQBALANCE_BANNED_CPULIST=<feeder cores> in /etc/default/irqbalance, or "
@@ -365,8 +395,13 @@ void audit_gpu(const Sysroot &root, const AuditOptions &opt, std::vector<Finding
     return;
   }
   auto text = run_capture({smi, "--query-gpu=index,persistence_mode", "--format=csv,noheader"});
-  Finding f{"gpu:persistence_mode", "gpu", Severity::ok, {}, "Enabled on all GPUs",
-            "Without persistence the driver tears GPUs down between jobs: seconds of start-up latency", {}};
+  Finding f{"gpu:persistence_mode",
+            "gpu",
+            Severity::ok,
+            {},
+            "Enabled on all GPUs",
+            "Without persistence the driver tears GPUs down between jobs: seconds of start-up latency",
+            {}};
   if (!text) {
     f.severity = Severity::info;
     f.current = "nvidia-smi failed";

@@ -1,6 +1,8 @@
 #include "mltune/profile.hpp"
 
 #include "mltune/catalog.hpp"
+#include "sched_internal.hpp"
+#include "nic_toml.hpp"
 
 #include <toml++/toml.h>
 
@@ -19,8 +21,8 @@ constexpr size_t k_max_value_len = 4096;
 
 // /sys subtrees a profile may write (the kernel module has the same allowlist).
 constexpr std::string_view k_sysfs_allow[] = {
-    "kernel/mm/transparent_hugepage/", "kernel/mm/ksm/", "devices/system/cpu/",
-    "devices/virtual/workqueue/", "bus/workqueue/devices/",
+    "kernel/mm/transparent_hugepage/", "kernel/mm/ksm/",         "devices/system/cpu/",
+    "devices/virtual/workqueue/",      "bus/workqueue/devices/",
 };
 
 bool valid_name(std::string_view n) {
@@ -147,7 +149,8 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
   }
   for (const auto &b : builtin_profiles()) {
     if (b.name == ref) {
-      return Source{"builtin:" + std::string(ref), std::string(ref) + ".toml", std::string(ref), std::string(b.text), {}};
+      return Source{
+          "builtin:" + std::string(ref), std::string(ref) + ".toml", std::string(ref), std::string(b.text), {}};
     }
   }
   return input_error("unknown profile '" + std::string(ref) + "'");
@@ -184,13 +187,19 @@ Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std
       } else {
         return input_error(at + ": include must be a string or an array of strings");
       }
+    } else if (k == "nic") {
+      if (!v.is_table()) {
+        return input_error(at + ": [nic] must be a table of [nic.\"GLOB\"] tables");
+      }
+    } else if (k == "sched") {
+      // [[sched.rule]] tables: validated in pass 3 (sched_rules.cpp).
     } else if (k == "sysctl" || k == "sysfs") {
       if (!v.is_table()) {
         return input_error(at + ": [" + std::string(k.str()) + "] must be a table");
       }
     } else {
       return input_error(at + ": unknown key '" + std::string(k.str()) +
-                         "' (expected description, include, [sysctl], [sysfs])");
+                         "' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"])");
     }
   }
 
@@ -290,6 +299,16 @@ Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std
       out.knobs.push_back(std::move(e.knob));
     }
   }
+  if (const auto *nic = doc["nic"].as_table()) {
+    if (auto st = parse_nic_table(*nic, src.display, out.nic); !st) {
+      return st;
+    }
+  }
+  if (const auto *sched = doc.get("sched")) {
+    if (auto st = sched_rules_merge(*sched, src.display, out.sched_rules); !st) {
+      return st;
+    }
+  }
   if (const auto desc = doc["description"].value<std::string>()) {
     out.description = *desc;
   }
@@ -313,8 +332,8 @@ Result<Profile> ProfileLoader::load(std::string_view name_or_path) const {
 }
 
 Result<Profile> ProfileLoader::load_text(std::string_view text, std::string_view display) const {
-  const Source src{"text:" + std::string(display), std::string(display), fs::path(display).stem().string(),
-                   std::string(text), {}};
+  const Source src{
+      "text:" + std::string(display), std::string(display), fs::path(display).stem().string(), std::string(text), {}};
   Profile p;
   p.name = src.name;
   std::vector<std::string> stack;

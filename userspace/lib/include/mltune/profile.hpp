@@ -2,7 +2,9 @@
 // Schema: Documentation/profiles.rst.
 #pragma once
 
+#include "mltune/nic.hpp"
 #include "mltune/result.hpp"
+#include "mltune/sched.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <span>
@@ -31,6 +33,8 @@ struct Profile {
   std::string description;
   std::vector<Knob> knobs;          // in apply order: included files first
   std::vector<std::string> sources; // files merged, outermost last
+  std::vector<SchedRule> sched_rules; // [[sched.rule]], included files first
+  std::vector<NicRule> nic;         // [nic."GLOB"] tables, included files first
 
   [[nodiscard]] const Knob *find(std::string_view key) const;
 };
