@@ -105,7 +105,12 @@ guest_suite() { # guest_suite SERIES
 		[ -x "$t" ] && [ "$t" != lib.sh ] && printf '%s ' "$t"; done)
 	if [ -n "$names" ]; then
 		note "---- guest integration tests in the $s guest"
-		tests/vm/run --kernel "$s" --no-build --bin /usr/sbin/ethtool \
+		local bins=(--bin /usr/sbin/ethtool)
+		# test helper programs built with the unit tests (e.g. nccl_mimic)
+		for b in build/userspace/nccl_mimic; do
+			[ -x "$b" ] && bins+=(--bin "$ROOT/$b")
+		done
+		tests/vm/run --kernel "$s" --no-build "${bins[@]}" \
 			--file tests/guest:/tests/guest \
 			-- sh -c "KSFT_DIR=/tests/guest run-kselftests $names" 2>&1 |
 			sed 's/selftests: mltune: /guest: /' | tee "$log" |
