@@ -1,8 +1,13 @@
 #!/bin/sh
-# One guest run: apply rings+coalesce+channels+features to both NICs N times
-# through mltunectl vs the equivalent ethtool program invocations.
-#   tests/vm/run --kernel 6.12 --bin /usr/sbin/ethtool --file bench/nic:/bench/nic -- sh /bench/nic/bench.sh
-# Results: bench/nic/README.md.
+# One guest run: apply rings+coalesce+channels+features to both NICs N rounds
+# per batch, R batches, through mltunectl vs the equivalent ethtool program
+# invocations; prints the medians and the ratio.  Results: bench/nic/README.md.
+#   bench/nic/run.sh                         (N=20 R=5 KERNEL=6.12)
+#   MLTUNECTL=build/nic2/mltunectl bench/nic/run.sh   an already built mltunectl (no make)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-exec "$ROOT/tests/vm/run" --kernel "${KERNEL:-6.12}" --bin /usr/sbin/ethtool \
-	--file "$ROOT/bench/nic:/bench/nic" -- sh /bench/nic/bench.sh "${N:-20}"
+nobuild=--no-build
+[ -n "$MLTUNECTL" ] || nobuild=
+M=${MLTUNECTL:-$ROOT/build/userspace/mltunectl}
+case $M in /*) ;; *) M=$ROOT/$M ;; esac
+exec "$ROOT/tests/vm/run" --kernel "${KERNEL:-6.12}" $nobuild --bin /usr/sbin/ethtool --bin "$M" \
+	--file "$ROOT/bench/nic:/bench/nic" -- sh -c "cp '$M' /usr/sbin/mltunectl && sh /bench/nic/bench.sh ${N:-20} ${R:-5}"

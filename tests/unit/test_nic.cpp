@@ -108,6 +108,16 @@ TEST(NicProfile, BuiltinsHaveNicTables) {
   }
 }
 
+TEST(NicProfile, RulesKeepFileOrder) {
+  // toml++ sorts keys; "*" < "eth*" < "virtio*", so list them out of that order.
+  const auto rules = rules_from("[nic.\"virtio*\"]\nrings = { rx = 1 }\n[nic.\"*\"]\nrings = { rx = 2 }\n"
+                                "[nic.\"eth*\"]\nrings = { rx = 3 }\n");
+  ASSERT_EQ(rules.size(), 3U);
+  EXPECT_EQ(rules[0].glob, "virtio*");
+  EXPECT_EQ(rules[1].glob, "*");
+  EXPECT_EQ(rules[2].glob, "eth*");
+}
+
 TEST(NicProfile, RejectsBadInput) {
   const std::pair<const char *, const char *> bad[] = {
       {"[nic.\"*\"]\nrings = { rx = -1 }\n", "must not be negative"},

@@ -436,10 +436,13 @@ public:
         }
       }
       Exchange x;
-      CbPtr cb(nl_cb_clone(nl_socket_get_cb(rtnl_.get())));
+      // The socket's callbacks point at x only for this request.
+      CbPtr saved(nl_socket_get_cb(rtnl_.get()));
+      CbPtr cb(nl_cb_clone(saved.get()));
       nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &x);
       nl_socket_set_cb(rtnl_.get(), cb.get());
       const int r = rtnl_link_change(rtnl_.get(), orig.get(), change.get(), 0);
+      nl_socket_set_cb(rtnl_.get(), saved.get());
       if (r < 0) {
         if (x.error == 0) {
           x.error = EINVAL;

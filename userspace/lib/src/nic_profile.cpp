@@ -1,6 +1,9 @@
 // `[nic."GLOB"]` profile tables -> NicRule.
 #include "nic_toml.hpp"
 
+#include <algorithm>
+#include <utility>
+
 namespace mltune {
 
 namespace {
@@ -31,7 +34,19 @@ constexpr std::string_view k_groups = "rings, channels, coalesce, features, paus
 } // namespace
 
 Status parse_nic_table(const toml::table &nic, const std::string &display, std::vector<NicRule> &out) {
+  // toml::table iterates in key order; rules apply in file order.
+  std::vector<std::pair<const toml::key *, const toml::node *>> in_file_order;
   for (const auto &[glob_key, rule_node] : nic) {
+    in_file_order.emplace_back(&glob_key, &rule_node);
+  }
+  std::stable_sort(in_file_order.begin(), in_file_order.end(), [](const auto &a, const auto &b) {
+    const auto &ra = a.first->source().begin;
+    const auto &rb = b.first->source().begin;
+    return ra.line != rb.line ? ra.line < rb.line : ra.column < rb.column;
+  });
+  for (const auto &[glob_key_p, rule_node_p] : in_file_order) {
+    const toml::key &glob_key = *glob_key_p;
+    const toml::node &rule_node = *rule_node_p;
     const std::string glob(glob_key.str());
     const std::string rat = at(display, glob_key.source());
     const auto *rule_tbl = rule_node.as_table();
