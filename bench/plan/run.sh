@@ -14,27 +14,39 @@ out=$BUILD/bench/plan
 mkdir -p "$out"
 python3 "$ROOT/tests/fixtures/gen_fixtures.py" "$out/fixtures" hgx-2s-8gpu >/dev/null
 exec python3 - "$BUILD/userspace/mltunectl" "$out/fixtures/hgx-2s-8gpu" "$runs" <<'PY'
-import statistics, subprocess, sys, time
+import os, statistics, subprocess, sys, time
 ctl, root, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def median_ms(args):
-    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)  # warm the page cache
-    t = []
-    for _ in range(runs):
-        s = time.perf_counter()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        t.append((time.perf_counter() - s) * 1000)
-    return statistics.median(t), min(t), max(t)
+def one(args):
+    s = time.perf_counter()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = (time.perf_counter() - s) * 1000
+    if status != 0:
+        sys.exit(f"{args}: exit status {status}")
+    return wall, (ru.ru_utime + ru.ru_stime) * 1000
+def measure(args):
+    one(args)  # warm the page cache
+    r = [one(args) for _ in range(runs)]
+    return statistics.median(w for w, _ in r), min(w for w, _ in r), statistics.median(c for _, c in r)
 res = {
-    "plan --json": median_ms([ctl, "--sysroot", root, "plan", "--json"]),
-    "plan": median_ms([ctl, "--sysroot", root, "plan"]),
-    "topology --json": median_ms([ctl, "--sysroot", root, "topology", "--json"]),
-    "--version": median_ms([ctl, "--version"]),
+    "plan --json": measure([ctl, "--sysroot", root, "plan", "--json"]),
+    "plan": measure([ctl, "--sysroot", root, "plan"]),
+    "topology --json": measure([ctl, "--sysroot", root, "topology", "--json"]),
+    "--version": measure([ctl, "--version"]),
 }
 base = res["--version"][0]
-print(f"mltunectl on hgx-2s-8gpu (192 CPUs, 8 GPUs, 8 NICs), {runs} runs each")
-for k, (med, lo, hi) in res.items():
-    print(f"  {k:16s} median {med:7.2f} ms  (min {lo:6.2f}, max {hi:6.2f})  {med / base:5.1f}x start-up")
-med = res["plan"][0]
-print(f"plan: {'PASS' if med < 50 else 'FAIL'}: median {med:.2f} ms (goal < 50 ms)")
-sys.exit(0 if med < 50 else 1)
+print(f"mltunectl on hgx-2s-8gpu (192 CPUs, 8 GPUs, 8 NICs), {runs} runs each, "
+      f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+for k, (med, lo, cpu) in res.items():
+    print(f"  {k:16s} wall median {med:7.2f} ms (min {lo:6.2f})  CPU (user+sys) median {cpu:6.2f} ms"
+          f"  {med / base:5.1f}x start-up")
+med, lo, cpu = res["plan"]
+# The goal is for the command itself: wall time on an idle machine.  On a
+# loaded one (other builds), wall time measures the run queue, so the gate
+# falls back to the command's own CPU time and says so.
+idle = os.getloadavg()[0] < os.cpu_count()
+ok = med < 50 if idle else cpu < 50
+print(f"plan: {'PASS' if ok else 'FAIL'}: wall median {med:.2f} ms, CPU {cpu:.2f} ms (goal < 50 ms"
+      f"{'' if idle else '; machine loaded: judged on CPU time'})")
+sys.exit(0 if ok else 1)
 PY
