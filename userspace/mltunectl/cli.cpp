@@ -51,9 +51,6 @@ int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &e
   register_verify(app, ctx);
   register_switch(app, ctx);
   register_persist(app, ctx);
-  register_topology(app, ctx);
-  register_plan(app, ctx);
-  register_boot(app, ctx);
   register_nic(app, ctx);
   register_topology(app, ctx);
   register_plan(app, ctx);

@@ -45,9 +45,6 @@ void register_audit(CLI::App &app, Context &ctx);
 void register_verify(CLI::App &app, Context &ctx); // verify and diff
 void register_switch(CLI::App &app, Context &ctx);
 void register_persist(CLI::App &app, Context &ctx);
-void register_topology(CLI::App &app, Context &ctx);
-void register_plan(CLI::App &app, Context &ctx);
-void register_boot(CLI::App &app, Context &ctx);
 void register_nic(CLI::App &app, Context &ctx); // nic show|diff|apply
 // The NIC step of `switch`: applies the profile's [nic] tables (no-op when
 // it has none or the sysroot is not the live node).
