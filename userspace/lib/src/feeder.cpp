@@ -478,11 +478,19 @@ void start_watcher() {
   if (pid2 != 0) {
     ::_exit(0);
   }
+  // No inherited descriptor may stay open: a caller reading our output
+  // (sh's $(...)) waits for EOF on every copy of its pipe.
   int fd = ::open("/dev/null", O_RDWR);
   if (fd >= 0) {
     ::dup2(fd, 0);
     ::dup2(fd, 1);
-    ::close(fd);
+    ::dup2(fd, 2);
+    if (fd > 2) {
+      ::close(fd);
+    }
+  }
+  for (int i = 3; i < 1024; ++i) {
+    (void)::close(i);
   }
   ::execl("/proc/self/exe", "mltunectl", "feeder", "watch", static_cast<char *>(nullptr));
   ::_exit(127);
