@@ -147,6 +147,13 @@ sparse: kmod-6.12
 dkms-check:
 	@scripts/dkms-check.sh
 
+# Benchmarks (ratios side by side in one run, medians over repeats). The
+# guest ones boot a VM; switch_vs_tuned and sched_latency change host
+# settings as root and restore them. Results: bench/*/README.md.
+BENCHES ?= switch hugepool nic plan switch_vs_tuned sched_latency
+bench: build
+	@for b in $(BENCHES); do echo "==== bench/$$b"; bench/$$b/run.sh || exit 1; done
+
 # On a real node: install the module through DKMS for the running kernel.
 dkms-install:
 	@scripts/dkms-check.sh --install $(KVER)
