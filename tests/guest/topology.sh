@@ -79,7 +79,9 @@ for c in $cores; do
 	grep -q "^cores\[[0-9]*\]\.cpus=\"$c\"$" "$F" || fails="$fails
 core with threads $c missing from the JSON"
 done
-expect "SMT" "true" "$(jget cpu.smt)"
+smt=false
+for c in $cores; do case $c in *[,-]*) smt=true ;; esac; done
+expect "SMT" "$smt" "$(jget cpu.smt)"
 report "physical cores and SMT siblings match sysfs"
 
 # GPUs: display (0x0300) and 3D (0x0302) controllers.
@@ -125,16 +127,48 @@ vi=$(grep '^nics\[[0-9]*\]\.driver="virtio_net"' "$F" | sed 's/^nics\[\([0-9]*\)
 expect "virtio-net node" "1" "$(jget "nics[$vi].numa_node")"
 report "the virtio-net NIC is found on node 1"
 
-# The plan on this topology: feeder cores on the GPU's node, whole cores.
+# The plan on this topology: feeder cores on the GPU's node, whole physical
+# cores, never housekeeping; CPU 0 and every socket keep housekeeping CPUs.
+# expand CPULIST: one CPU per line.
+expand() {
+	echo "$1" | tr ',' '\n' | while IFS=- read -r a b; do
+		[ -n "$a" ] && seq "$a" "${b:-$a}"
+	done
+}
+in_list() { expand "$2" | grep -qx "$1"; }
 if mltunectl --json plan >/tmp/plan.json 2>/tmp/plan.err; then
+	gnode=$(jget 'gpus[0].numa_node')
 	flatten /tmp/plan.json >/tmp/plan.flat
 	F=/tmp/plan.flat
 	feeder=$(jget feeder)
-	expect "feeder CPUs on node 1" "6-7" "$feeder"
-	expect "housekeeping" "0-1,4-5" "$(jget housekeeping)"
-	report "plan: feeder cores on the GPU's node, housekeeping per socket"
+	hk=$(jget housekeeping)
+	[ -n "$feeder" ] || fails="$fails
+no feeder CPUs planned"
+	node_cpus=$(cat "/sys/devices/system/node/node$gnode/cpulist")
+	for c in $(expand "$feeder"); do
+		in_list "$c" "$node_cpus" || fails="$fails
+feeder CPU $c is not on the GPU's node $gnode ($node_cpus)"
+		in_list "$c" "$hk" && fails="$fails
+feeder CPU $c is also a housekeeping CPU"
+		for s in $(expand "$(cat /sys/devices/system/cpu/cpu$c/topology/thread_siblings_list)"); do
+			in_list "$s" "$feeder" || fails="$fails
+feeder CPU $c's SMT sibling $s is not a feeder CPU"
+		done
+	done
+	in_list 0 "$hk" || fails="$fails
+CPU 0 is not a housekeeping CPU ($hk)"
+	for p in $(cat /sys/devices/system/cpu/cpu[0-9]*/topology/physical_package_id | sort -u); do
+		n=0
+		for c in $(expand "$hk"); do
+			[ "$(cat /sys/devices/system/cpu/cpu$c/topology/physical_package_id)" = "$p" ] && n=1
+		done
+		[ "$n" = 1 ] || fails="$fails
+socket $p has no housekeeping CPU ($hk)"
+	done
+	t_diag "plan: housekeeping $hk, feeder $feeder (GPU on node $gnode)"
+	report "plan: feeder cores on the GPU's node, whole cores, housekeeping per socket"
 else
-	t_fail "plan: feeder cores on the GPU's node, housekeeping per socket"; sed 's/^/# /' /tmp/plan.err
+	t_fail "plan: feeder cores on the GPU's node, whole cores, housekeeping per socket"; sed 's/^/# /' /tmp/plan.err
 fi
 
 if mltunectl plan >/tmp/plan.txt 2>&1 && grep -q '^why:' /tmp/plan.txt; then
