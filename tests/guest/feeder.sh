@@ -24,11 +24,12 @@ sample() {
 	while [ "$(date +%s)" -lt "$_end" ]; do
 		_f=" $(tr '\n' ' ' < $CG/cgroup.procs 2>/dev/null) "
 		_r=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v F="$_f" -v C="$_cpus" '
-			{ pid = $1; sub(/^[^(]*\(.*\) /, "");
+			{ pid = $1; comm = $0; sub(/\) .*$/, ")", comm); sub(/^[^(]*/, "", comm);
+			  sub(/^[^(]*\(.*\) /, "");
 			  if ($1 != "R") next;
 			  if (and($7, 0x00200000) && and($7, 0x04000000)) next;   # per-CPU kthread
 			  feeder = index(F, " " pid " ") > 0; oncpu = index(C, " " $37 " ") > 0;
-			  if (feeder != oncpu) { bad++; print "# pid " pid " feeder=" feeder " cpu=" $37 > "/dev/stderr" } }
+			  if (feeder != oncpu) { bad++; print "# pid " pid " " comm " flags=" $7 " feeder=" feeder " cpu=" $37 > "/dev/stderr" } }
 			END { print bad + 0 }')
 		_v=$((_v + _r)); _n=$((_n + 1))
 	done

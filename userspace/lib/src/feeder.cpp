@@ -439,12 +439,33 @@ std::string exit_kind_name(int k) {
   }
 }
 
+std::string read_scx_state() {
+  std::string v;
+  if (FILE *f = std::fopen("/sys/kernel/sched_ext/state", "re")) {
+    char buf[64] = "";
+    if (std::fgets(buf, sizeof(buf), f) != nullptr) {
+      v = trim(buf);
+    }
+    std::fclose(f);
+  }
+  return v;
+}
+
 std::string scx_exit_reason() {
 #ifdef MLTUNE_HAVE_SCX
   mltune_feeder_uei u{};
   char err[256] = "";
-  if (mltune_scx_read_uei(k_pin_dir, &u, err, sizeof(err)) != 0) {
-    return std::string("exit reason unavailable (") + err + ")";
+  // The kernel calls ops.exit while the state reads "disabling": wait for the
+  // exit info (up to 3 s) rather than report an ejection without its reason.
+  for (int i = 0; i < 150; ++i) {
+    const bool disabled = read_scx_state() == "disabled";
+    if (mltune_scx_read_uei(k_pin_dir, &u, err, sizeof(err)) != 0) {
+      return std::string("exit reason unavailable (") + err + ")";
+    }
+    if (u.kind != 0 || disabled) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (u.kind == 0) {
     return "scheduler no longer active (no exit info)";
