@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist topology plan boot"
+	local commands="profile audit verify diff switch persist nic topology plan boot"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -37,6 +37,7 @@ _mltunectl() {
 		switch) opts+=" --backend" ;;
 		audit) opts+=" --profile" ;;
 		persist) opts+=" --profile --remove" ;;
+		nic) [[ $sub == show ]] && opts+=" --feeder" || opts+=" --profile --set --feeder --skip-unsupported" ;;
 		plan) opts+=" --gpus-per-rank --feeder-cores-per-gpu" ;;
 		boot) [[ $sub == remove ]] || opts+=" --profile --isolate --gpus-per-rank --feeder-cores-per-gpu" ;;
 		esac
@@ -55,6 +56,12 @@ _mltunectl() {
 		;;
 	verify | diff) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); _filedir toml ;;
 	switch) COMPREPLY=($(compgen -W "$(_mltunectl_profiles) baseline" -- "$cur")); _filedir toml ;;
+	nic)
+		case $sub in
+		"") COMPREPLY=($(compgen -W "show diff apply" -- "$cur")) ;;
+		*) COMPREPLY=($(compgen -W "$(ls /sys/class/net 2>/dev/null)" -- "$cur")) ;;
+		esac
+		;;
 	boot) [[ -z $sub ]] && COMPREPLY=($(compgen -W "show apply verify remove" -- "$cur")) ;;
 	esac
 } && complete -F _mltunectl mltunectl

@@ -101,6 +101,10 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   if (!plan) {
     return ctx.fail(plan.error());
   }
+  // NIC settings are validated (planned) before any knob is written.
+  if (auto st = nic_switch_step(ctx, *p, true); !st) {
+    return ctx.fail(st.error());
+  }
   if (ctx.dry_run) {
     print_plan(ctx, *plan, backend);
     if (backend == Backend::kernel && !ctx.json && ctx.verbose > 0) {
@@ -113,6 +117,11 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
     return ctx.fail(rep.error());
   }
   print_report(ctx, *rep);
+  if (auto st = nic_switch_step(ctx, *p, false); !st) {
+    Error e = st.error();
+    e.message = "NIC step: " + e.message + " (the kernel knobs of '" + p->name + "' stay applied)";
+    return ctx.fail(e);
+  }
 }
 
 } // namespace
