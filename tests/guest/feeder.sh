@@ -39,6 +39,10 @@ sample() {
 load_on() {
 	i=0; while [ $i -lt 8 ]; do sh -c 'while :; do :; done' & PIDS="$PIDS $!"; i=$((i + 1)); done
 	for i in 1 2; do "$CTL" feeder run -- sh -c 'while :; do :; done' & PIDS="$PIDS $!"; done
+	# Sample only once both feeder loops are in the cgroup: a task joining
+	# between the cgroup.procs read and the /proc scan would count as a
+	# non-feeder task on a feeder CPU (mltunectl starts slowly under TCG).
+	i=0; while [ "$(wc -l < $CG/cgroup.procs)" -lt 2 ] && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
 	sleep 1
 }
 load_off() { for p in $PIDS; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; PIDS=""; }
