@@ -6,8 +6,11 @@
 // another thread, as NCCL's service thread does; whether that clone() succeeds
 // is reported.  A third thread ("mimic-worker") never matches a rule.
 //
-//   nccl_mimic [--delay MS] [--spawn-after MS] [--run MS] [--progress N]
+//   nccl_mimic [--delay MS] [--spawn-after MS] [--run MS] [--progress N] [--hold FILE]
 //
+// --run MS: how long the threads live.  With --hold FILE they live until FILE
+// exists (the test creates it once it has looked at them), --run MS being
+// the upper bound.
 // Output (one line each, CLOCK_MONOTONIC seconds):
 //   ready pid=P
 //   named tid=T name="..." mono=S.NNNNNN
@@ -32,6 +35,7 @@ int g_delay_ms = 500;
 int g_spawn_after_ms = 1500;
 int g_run_ms = 4000;
 int g_progress = 1;
+std::string g_hold;
 volatile bool g_stop = false;
 pthread_mutex_t g_out = PTHREAD_MUTEX_INITIALIZER;
 
@@ -126,8 +130,10 @@ int main(int argc, char **argv) {
       g_run_ms = v;
     } else if (a == "--progress") {
       g_progress = v;
+    } else if (a == "--hold") {
+      g_hold = argv[i + 1];
     } else {
-      std::fprintf(stderr, "usage: nccl_mimic [--delay MS] [--spawn-after MS] [--run MS] [--progress N]\n");
+      std::fprintf(stderr, "usage: nccl_mimic [--delay MS] [--spawn-after MS] [--run MS] [--progress N] [--hold FILE]\n");
       return 2;
     }
   }
@@ -142,7 +148,13 @@ int main(int argc, char **argv) {
   }
   pthread_create(&t, nullptr, service_main, nullptr);
   threads.push_back(t);
-  sleep_ms(g_run_ms);
+  if (g_hold.empty()) {
+    sleep_ms(g_run_ms);
+  } else {
+    for (int waited = 0; waited < g_run_ms && access(g_hold.c_str(), F_OK) != 0; waited += 20) {
+      sleep_ms(20);
+    }
+  }
   g_stop = true;
   for (auto &th : threads) {
     pthread_join(th, nullptr);

@@ -4,11 +4,14 @@
 #include "mltune/sched.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <ostream>
+#include <sched.h>
 
 namespace mltune::cli {
 
@@ -19,6 +22,7 @@ struct SchedArgs {
   int pid = 0;
   std::string feeder;
   double duration = 0;
+  int rt_priority = 1;
 };
 
 std::atomic<bool> g_stop{false};
@@ -213,11 +217,26 @@ void run_watch(Context &ctx, const SchedArgs &args) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  // The watcher runs SCHED_FIFO at a low priority (default 1) so that a busy
+  // CPU does not delay its reaction to a comm event; reset-on-fork keeps it
+  // from handing the policy to anything it starts.  --rt-priority 0: as is.
+  std::string rt_note;
+  if (args.rt_priority > 0) {
+    sched_param sp{};
+    sp.sched_priority = args.rt_priority;
+    if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0) {
+      rt_note = "watcher runs SCHED_FIFO priority " + std::to_string(args.rt_priority);
+    } else {
+      rt_note = std::string("watcher stays SCHED_OTHER: sched_setscheduler(SCHED_FIFO): ") + std::strerror(errno);
+    }
+  }
   timespec start{};
   clock_gettime(CLOCK_MONOTONIC, &start);
   WatchOptions wo;
   wo.sched = options(ctx, args);
-  wo.sched.ledger_ttl_ms = 2000;
+  // The watcher keeps its admission ledger incrementally and rescans off the
+  // event path (sched_watch); the TTL only bounds a ledger never refreshed.
+  wo.sched.ledger_ttl_ms = 60000;
   std::ostream &out = *ctx.out;
   const bool json = ctx.json;
   wo.sched.log = [&out, json](const SchedAction &a) {
@@ -249,6 +268,9 @@ void run_watch(Context &ctx, const SchedArgs &args) {
     return static_cast<double>(now.tv_sec - start.tv_sec) + static_cast<double>(now.tv_nsec - start.tv_nsec) / 1e9 >=
            dur;
   };
+  if (!rt_note.empty()) {
+    wo.log(rt_note);
+  }
   if (auto st = sched_watch(*sys, p->sched_rules, wo); !st) {
     return ctx.fail(st.error());
   }
@@ -288,6 +310,9 @@ void register_sched(CLI::App &app, Context &ctx) {
     add_common(w, *args, true, true);
     w->add_option("--duration", args->duration, "Stop after this many seconds (default: until SIGTERM)")
         ->check(CLI::NonNegativeNumber);
+    w->add_option("--rt-priority", args->rt_priority,
+                  "Run the watcher SCHED_FIFO at this priority (default 1; 0: keep its policy)")
+        ->check(CLI::Range(0, 99));
     w->callback([&ctx, args] { run_watch(ctx, *args); });
   };
   add_watch(sched, "watch", "Apply the rules to threads as they are created and named (proc connector)");

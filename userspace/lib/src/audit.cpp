@@ -425,6 +425,47 @@ void audit_gpu(const Sysroot &root, const AuditOptions &opt, std::vector<Finding
   out.push_back(std::move(f));
 }
 
+// A process that maps libnccl but has no thread whose name starts with "NCCL":
+// NCCL names its threads only with NCCL_SET_THREAD_NAME=1, and without the
+// names the [[sched.rule]] tables (mltunectl sched/watch) match nothing.
+void audit_nccl_names(const Sysroot &root, std::vector<Finding> &out) {
+  for (const auto &pid : root.list_dir("/proc")) {
+    if (!is_number(pid)) {
+      continue;
+    }
+    const std::string base = "/proc/" + pid;
+    auto maps = root.read(base + "/maps");
+    if (!maps || maps->find("libnccl") == std::string::npos) {
+      continue;
+    }
+    bool named = false;
+    for (const auto &tid : root.list_dir(base + "/task")) {
+      if (auto comm = root.read(base + "/task/" + tid + "/comm"); comm && comm->starts_with("NCCL")) {
+        named = true;
+        break;
+      }
+    }
+    if (named) {
+      continue;
+    }
+    std::string comm = "?";
+    if (auto c = root.read(base + "/comm")) {
+      comm = *c;
+      while (!comm.empty() && (comm.back() == '\n' || comm.back() == ' ')) {
+        comm.pop_back();
+      }
+    }
+    out.push_back(Finding{"sched:nccl-thread-names:" + pid,
+                          "sched",
+                          Severity::warning,
+                          "process " + pid + " (" + comm + ") maps libnccl but no thread is named NCCL*",
+                          "NCCL_SET_THREAD_NAME=1",
+                          "NCCL names its proxy threads only with NCCL_SET_THREAD_NAME=1; without the names the "
+                          "sched rules (SCHED_DEADLINE for NCCL Progress/Service threads) cannot find them",
+                          "set NCCL_SET_THREAD_NAME=1 in the job's environment and restart it"});
+  }
+}
+
 } // namespace
 
 std::vector<Finding> audit(const Profile &profile, const Sysroot &root, const AuditOptions &opt) {
@@ -436,6 +477,7 @@ std::vector<Finding> audit(const Profile &profile, const Sysroot &root, const Au
   audit_kernel(root, out);
   audit_irqbalance(root, out);
   audit_gpu(root, opt, out);
+  audit_nccl_names(root, out);
   return out;
 }
 

@@ -621,12 +621,30 @@ void record(State &st, const ThreadPlan &p, const SchedAttr &after, const std::s
 
 bool gone(const Error &e) { return e.sys_errno == ESRCH || e.sys_errno == ENOENT; }
 
+// Records the watcher has not written to the state file yet.
+struct PendingState {
+  struct Rec {
+    ThreadPlan plan;
+    SchedAttr after;
+    std::string cgroup;
+  };
+  std::vector<Rec> records;
+  std::vector<std::pair<std::string, std::string>> partitions;
+};
+PendingState g_pending;
+
+// The watcher's cached ledger (one per process; the watcher is the only
+// user).  Built by the watcher's initial scan and refreshed while it is idle
+// (sched_ledger_refresh); what this process applies is charged to it
+// incrementally, so no event has to rescan every thread.
+Ledger g_cached;
+int64_t g_cached_at = -1;
+
 Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, const SchedOptions &opt) {
   SchedReport rep;
   const Sysroot &root = sys.root();
-  // The watcher's cached ledger (one per process; the watcher is the only user).
-  static Ledger cached;
-  static int64_t cached_at = -1;
+  Ledger &cached = g_cached;
+  int64_t &cached_at = g_cached_at;
   const int64_t now = mono_ms();
   const bool use_cache = opt.ledger_ttl_ms > 0 && cached_at >= 0 && now - cached_at < opt.ledger_ttl_ms;
   Ledger ledger = use_cache ? cached : build_ledger(sys, true);
@@ -684,7 +702,9 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
     rep.notes.push_back("admission refused: " + d.explain() + "; threads " + who);
   }
 
-  State st = load_state(root);
+  // Deferred (watcher): the state file is written by sched_state_flush, off
+  // the event path; what this run did is queued for it.
+  State st = opt.defer_state ? State{} : load_state(root);
   std::set<std::string> partitions_ok;
   std::map<std::string, std::string> partitions_bad;
   auto emit = [&](SchedAction a) {
@@ -732,6 +752,9 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
           if (!existed && std::none_of(st.partitions.begin(), st.partitions.end(),
                                        [&](const auto &x) { return x.first == p.partition; })) {
             st.partitions.emplace_back(p.partition, p.cpus);
+            if (opt.defer_state) {
+              g_pending.partitions.emplace_back(p.partition, p.cpus);
+            }
           }
         } else {
           partitions_bad[p.partition] =
@@ -761,6 +784,15 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
       }
     }
     auto s = sys.set(p.t.tid, want);
+    // Right after a partition becomes "root" the kernel may still be updating
+    // the affinity of tasks in the parent; a thread moved in that window can
+    // keep the old mask and DEADLINE answers EPERM.  Move it again and retry.
+    for (int retry = 0; retry < 3 && !s && s.error().sys_errno == EPERM && !moved_to.empty(); ++retry) {
+      ::usleep(2000);
+      (void)sys.move_thread(p.t.tid, p.t.cgroup); // a move to the same cgroup would be a no-op
+      (void)sys.move_thread(p.t.tid, moved_to);
+      s = sys.set(p.t.tid, want);
+    }
     if (!s && s.error().sys_errno == EBUSY && want.policy == SchedPolicy::deadline && p.rule->fallback) {
       why = "the kernel refused the bandwidth (EBUSY) for " + want.describe();
       want = *p.rule->fallback;
@@ -776,13 +808,20 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
       emit(action_of(q, s.error().sys_errno == ESRCH ? "gone" : "failed", s.error().message));
       continue;
     }
+    // Logged as soon as sched_setattr has returned (the watcher's latency
+    // stamp), the bookkeeping follows.
     charge(p.domain.empty() ? "default" : p.domain, want.bandwidth() - p.before.bandwidth());
+    ThreadPlan r = q;
+    r.partition = moved_to.empty() ? (in_place ? p.partition : "") : moved_to;
+    emit(action_of(r, p.refused ? "fallback" : "applied", why));
+    if (opt.defer_state) {
+      g_pending.records.push_back({q, want, moved_to});
+      continue;
+    }
     record(st, q, want, moved_to);
     if (auto ss = save_state(root, st); !ss) {
       rep.notes.push_back("cannot save state: " + ss.error().message);
     }
-    q.partition = moved_to.empty() ? (in_place ? p.partition : "") : moved_to;
-    emit(action_of(q, p.refused ? "fallback" : "applied", why));
   }
   return rep;
 }
@@ -899,6 +938,40 @@ Result<std::string> resolve_placement(const Sysroot &root, std::string_view spec
 }
 
 std::vector<RootDomain> sched_domains(const SchedSystem &sys) { return build_ledger(sys, true).domains; }
+
+void sched_ledger_refresh(const SchedSystem &sys) {
+  g_cached = build_ledger(sys, true);
+  g_cached_at = mono_ms();
+}
+
+Status sched_state_flush(const Sysroot &root) {
+  if (g_pending.records.empty() && g_pending.partitions.empty()) {
+    return {};
+  }
+  StateLock lock(root);
+  State st = load_state(root);
+  for (const auto &[cg, cpus] : g_pending.partitions) {
+    if (std::none_of(st.partitions.begin(), st.partitions.end(), [&](const auto &x) { return x.first == cg; })) {
+      st.partitions.emplace_back(cg, cpus);
+    }
+  }
+  for (const auto &r : g_pending.records) {
+    record(st, r.plan, r.after, r.cgroup);
+  }
+  g_pending = {};
+  return save_state(root, st);
+}
+
+void sched_ledger_charge(const std::string &domain, double bw) {
+  if (g_cached_at < 0) {
+    return;
+  }
+  if (RootDomain *d = g_cached.find(domain)) {
+    d->used = std::max(0.0, d->used + bw);
+  }
+}
+
+int64_t sched_ledger_age_ms() { return g_cached_at < 0 ? -1 : mono_ms() - g_cached_at; }
 
 Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {
   StateLock lock(sys.root());

@@ -12,4 +12,14 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
 // Validates the [sched] table and appends/overrides rules in `rules` by name.
 Status sched_rules_merge(const toml::node &sched, const std::string &display, std::vector<SchedRule> &rules);
 
+// The watcher's admission ledger cache (SchedOptions::ledger_ttl_ms): rebuild
+// it now (the watcher does this while idle), and its age in ms (-1: none).
+void sched_ledger_refresh(const SchedSystem &sys);
+// Adds `bw` (negative: gives back) to the cached ledger's domain.
+void sched_ledger_charge(const std::string &domain, double bw);
+int64_t sched_ledger_age_ms();
+// Writes what runs with SchedOptions::defer_state did to the state file
+// (merged under the lock with what other mltunectl runs wrote meanwhile).
+Status sched_state_flush(const Sysroot &root);
+
 } // namespace mltune

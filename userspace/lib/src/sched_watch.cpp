@@ -2,6 +2,7 @@
 // and comm events drive the rules for threads as they appear and get named.
 // libnl has no connector helpers, so this is a raw netlink socket.
 #include "mltune/sched.hpp"
+#include "sched_internal.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -10,7 +11,8 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 #include <poll.h>
-#include <set>
+#include <map>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,6 +56,12 @@ Status subscribe(int fd, bool on) {
   return {};
 }
 
+double mono_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 } // namespace
 
 Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt) {
@@ -83,11 +91,15 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
 
   // Threads this watcher gave a policy; threads they create inherit their
   // name but (reset-on-fork) not their policy, and keep it that way.
-  std::set<int> managed;
+  // tid -> (admission domain, DEADLINE bandwidth), given back on exit.
+  std::map<int, std::pair<std::string, double>> managed;
+  // Events: the state file is written off the event path (flush below).
+  SchedOptions hot = opt.sched;
+  hot.defer_state = true;
   auto note = [&](const SchedReport &rep) {
     for (const auto &a : rep.actions) {
       if (a.result == "applied" || a.result == "unchanged" || a.result == "fallback") {
-        managed.insert(a.tid);
+        managed[a.tid] = {a.cgroup.empty() ? "default" : a.cgroup, a.after.bandwidth()};
       }
     }
     for (const auto &n : rep.notes) {
@@ -102,8 +114,24 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
     }
     note(*rep);
   };
+  // Hot path filter: one read of the thread's comm; only a name some rule
+  // matches goes on to the full match (exe, cmdline, cgroup) and apply.
+  auto named_by_rule = [&](int pid, int tid) {
+    auto comm = sys.root().read("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+    if (!comm) {
+      return false;
+    }
+    std::string c = *comm;
+    if (!c.empty() && c.back() == '\n') {
+      c.pop_back();
+    }
+    return std::any_of(rules.begin(), rules.end(), [&](const SchedRule &r) { return r.matches_name(c); });
+  };
   auto one = [&](int pid, int tid, const char *why) {
-    auto rep = sched_apply_thread(sys, rules, pid, tid, opt.sched);
+    if (!named_by_rule(pid, tid)) {
+      return;
+    }
+    auto rep = sched_apply_thread(sys, rules, pid, tid, hot);
     if (!rep) {
       log(std::string(why) + " " + std::to_string(tid) + ": " + rep.error().message);
       return;
@@ -112,6 +140,16 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
   };
 
   scan();
+  double last_flush = 0;
+  auto flush = [&]() {
+    if (auto st = sched_state_flush(sys.root()); !st) {
+      log("cannot save state: " + st.error().message);
+    }
+  };
+  const bool cache = opt.sched.ledger_ttl_ms > 0;
+  if (cache) {
+    sched_ledger_refresh(sys);
+  }
   log("watching proc connector events (fork, exec, comm)");
 
   alignas(nlmsghdr) char buf[16384];
@@ -119,7 +157,23 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
     pollfd pfd{fd.get(), POLLIN, 0};
     const int pr = ::poll(&pfd, 1, 200);
     if (pr < 0 && errno != EINTR) {
-      return sys_error("proc connector: poll", errno);
+      const int err = errno;
+      flush();
+      return sys_error("proc connector: poll", err);
+    }
+    if (cache) {
+      // The ledger is kept incrementally (applies charge it, exits of our
+      // threads give back); a full rescan, for DEADLINE threads others
+      // created or ended, runs when idle (at most once a second) or, under a
+      // constant stream of events, every 10 s -- never for a matching event.
+      const int64_t age = sched_ledger_age_ms();
+      if (age < 0 || (pr == 0 && age >= 1000) || age >= 10000) {
+        sched_ledger_refresh(sys);
+      }
+    }
+    if (pr == 0 || mono_now() - last_flush >= 5.0) {
+      flush(); // idle, or every 5 s under a stream of events
+      last_flush = mono_now();
     }
     if (pr <= 0) {
       continue;
@@ -130,10 +184,13 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
         log("proc connector: events lost (ENOBUFS); rescanning every thread");
         scan();
       } else if (errno != EINTR && errno != EAGAIN) {
-        return sys_error("proc connector: recv", errno);
+        const int err = errno;
+        flush();
+        return sys_error("proc connector: recv", err);
       }
       continue;
     }
+    const double arrived = mono_now();
     auto len = static_cast<unsigned>(n);
     for (auto *nh = reinterpret_cast<nlmsghdr *>(buf); NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
       if (nh->nlmsg_type == NLMSG_NOOP || nh->nlmsg_type == NLMSG_ERROR) {
@@ -168,18 +225,38 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
         }
         break;
       }
-      case PROC_EVENT_COMM:
-        one(static_cast<int>(ev.event_data.comm.process_tgid), static_cast<int>(ev.event_data.comm.process_pid),
-            "comm");
+      case PROC_EVENT_COMM: {
+        // Apply to this TID at once; the timing line comes after the apply.
+        const int tgid = static_cast<int>(ev.event_data.comm.process_tgid);
+        const int tid = static_cast<int>(ev.event_data.comm.process_pid);
+        one(tgid, tid, "comm");
+        if (managed.contains(tid)) {
+          char line[160];
+          // ev.timestamp_ns is CLOCK_MONOTONIC (ktime_get_ns) at the rename.
+          const double ev_at = static_cast<double>(ev.timestamp_ns) / 1e9;
+          std::snprintf(line, sizeof(line),
+                        "timing: comm event %d/%d at %.6f, received %.6f (+%.0f us), handled %.6f (+%.0f us)", tgid,
+                        tid, ev_at, arrived, (arrived - ev_at) * 1e6, mono_now(), (mono_now() - arrived) * 1e6);
+          log(line);
+        }
         break;
-      case PROC_EVENT_EXIT:
-        managed.erase(static_cast<int>(ev.event_data.exit.process_pid));
+      }
+      case PROC_EVENT_EXIT: {
+        auto it = managed.find(static_cast<int>(ev.event_data.exit.process_pid));
+        if (it != managed.end()) {
+          if (cache && it->second.second > 0) {
+            sched_ledger_charge(it->second.first, -it->second.second);
+          }
+          managed.erase(it);
+        }
         break;
+      }
       default:
         break;
       }
     }
   }
+  flush();
   (void)subscribe(fd.get(), false);
   log("watcher stopped");
   return {};

@@ -143,6 +143,9 @@ struct SchedOptions {
   // threads) for this long, updated with what this process applies, instead
   // of rescanning every thread per event.  0: always rescan.
   int ledger_ttl_ms = 0;
+  // Watcher: queue state-file records instead of writing the file per
+  // thread; the watcher writes them while idle and when it stops.
+  bool defer_state = false;
   // Threads whose rule check we skip (watcher: inherited names).
   std::function<void(const SchedAction &)> log; // called for each action
 };
