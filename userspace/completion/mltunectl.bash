@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist nic topology plan boot"
+	local commands="profile audit verify diff switch persist nic topology plan boot sched watch"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -37,6 +37,8 @@ _mltunectl() {
 		switch) opts+=" --backend" ;;
 		audit) opts+=" --profile" ;;
 		persist) opts+=" --profile --remove" ;;
+		sched) [[ $sub == reset ]] && opts+=" --pid" || opts+=" --profile --pid --feeder"; [[ $sub == watch ]] && opts+=" --duration --rt-priority" ;;
+		watch) opts+=" --profile --pid --feeder --duration --rt-priority" ;;
 		nic) [[ $sub == show ]] && opts+=" --feeder" || opts+=" --profile --set --feeder --skip-unsupported" ;;
 		plan) opts+=" --gpus-per-rank --feeder-cores-per-gpu" ;;
 		boot) [[ $sub == remove ]] || opts+=" --profile --isolate --gpus-per-rank --feeder-cores-per-gpu" ;;
@@ -56,6 +58,7 @@ _mltunectl() {
 		;;
 	verify | diff) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); _filedir toml ;;
 	switch) COMPREPLY=($(compgen -W "$(_mltunectl_profiles) baseline" -- "$cur")); _filedir toml ;;
+	sched) [[ -z $sub ]] && COMPREPLY=($(compgen -W "list apply watch reset" -- "$cur")) ;;
 	nic)
 		case $sub in
 		"") COMPREPLY=($(compgen -W "show diff apply" -- "$cur")) ;;
