@@ -204,3 +204,20 @@ TEST(Normalize, Values) {
   EXPECT_EQ(normalize_value("  x  "), "x");
   EXPECT_TRUE(values_equal("4096\t1 2\n", "4096 1 2"));
 }
+
+// Non-ASCII outside strings is refused before the TOML parser sees it
+// (toml++ 3.3 reaches __builtin_unreachable for some code points there);
+// inside strings and comments it is fine.
+TEST_F(ProfileFiles, NonAsciiOutsideStringsIsAnInputErrorWithLine) {
+  auto p = load_text("description = \"ok\"\n[sysctl]\n\"vm.swappiness\" = { value = 1 }\nkernel\xcb\x8fsched = 1\n");
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().kind, mltune::Errc::input);
+  EXPECT_NE(p.error().message.find("t.toml:4:7: non-ASCII character outside a string"), std::string::npos)
+      << p.error().message;
+}
+
+TEST_F(ProfileFiles, NonAsciiInStringsAndCommentsIsAccepted) {
+  auto p = load_text("# r\xc3\xa9glage\ndescription = \"caf\xc3\xa9 \\\" \xcb\x8f\"\n"
+                     "[sysctl]\n\"vm.swappiness\" = { value = 1, reason = '''multi\n\xcb\x8f line''' }\n");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+}

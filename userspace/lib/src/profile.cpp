@@ -1,8 +1,8 @@
 #include "mltune/profile.hpp"
 
 #include "mltune/catalog.hpp"
-#include "sched_internal.hpp"
 #include "nic_toml.hpp"
+#include "sched_internal.hpp"
 
 #include <toml++/toml.h>
 
@@ -156,7 +156,79 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
   return input_error("unknown profile '" + std::string(ref) + "'");
 }
 
+namespace {
+
+// TOML 1.0 allows non-ASCII only inside strings and comments (bare keys and
+// whitespace are ASCII). Reject anything else before toml++ sees it: its
+// 3.3 whitespace tables reach __builtin_unreachable for some code points
+// (found by fuzz_profile_loader with U+02CF in a key), which is undefined
+// behaviour on malformed input.
+Status check_ascii_outside_strings(std::string_view t, const std::string &display) {
+  std::size_t line = 1;
+  std::size_t col0 = 0; // offset of the current line's first byte
+  auto newline_at = [&](std::size_t i) {
+    ++line;
+    col0 = i + 1;
+  };
+  // Skips a multi-line string whose opener ends before i; i ends on the last
+  // byte of the closer, which may carry up to two extra quotes.
+  auto skip_multi = [&](std::size_t &i, char q) {
+    const std::string closer(3, q);
+    for (; i < t.size(); ++i) {
+      if (t[i] == '\n') {
+        newline_at(i);
+      } else if (q == '"' && t[i] == '\\') {
+        ++i;
+        if (i < t.size() && t[i] == '\n') {
+          newline_at(i);
+        }
+      } else if (t.compare(i, 3, closer) == 0) {
+        i += 2;
+        for (int extra = 0; extra < 2 && i + 1 < t.size() && t[i + 1] == q; ++extra) {
+          ++i;
+        }
+        return;
+      }
+    }
+  };
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (c == '\n') {
+      newline_at(i);
+    } else if (c == '#') {
+      while (i + 1 < t.size() && t[i + 1] != '\n') {
+        ++i;
+      }
+    } else if (c == '"' || c == '\'') {
+      if (t.compare(i, 3, std::string(3, c)) == 0) {
+        i += 3;
+        skip_multi(i, c);
+        continue;
+      }
+      // A single-line string ends at its quote or at the end of the line.
+      for (++i; i < t.size() && t[i] != c && t[i] != '\n'; ++i) {
+        if (c == '"' && t[i] == '\\' && i + 1 < t.size() && t[i + 1] != '\n') {
+          ++i;
+        }
+      }
+      if (i < t.size() && t[i] == '\n') {
+        --i; // the newline is counted by the main loop
+      }
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      return input_error(display + ":" + std::to_string(line) + ":" + std::to_string(i - col0 + 1) +
+                         ": non-ASCII character outside a string or comment (TOML keys and "
+                         "whitespace are ASCII)");
+    }
+  }
+  return {};
+}
+
+} // namespace
+
 Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
+  if (auto st = check_ascii_outside_strings(src.text, src.display); !st) {
+    return st;
+  }
   toml::table doc;
   try {
     doc = toml::parse(src.text, src.display);
