@@ -131,6 +131,10 @@ vm-failpaths: $(KSFT)/lib.mk
 	@tests/vm/failpaths/run
 
 lint: checkpatch sparse
+	scripts/lint-userspace.sh
+
+lint-tidy: userspace
+	scripts/lint-userspace.sh --tidy
 
 # checkpatch.pl --strict from linux-source-6.12 over every module source.
 checkpatch: $(KSFT)/lib.mk

@@ -1,13 +1,19 @@
 #!/bin/bash
 # clang-format check and clang-tidy-14 over the C++ user space.
-#   scripts/lint-userspace.sh [BUILD_DIR]   (default build/userspace; needs compile_commands.json)
+#   scripts/lint-userspace.sh [--tidy] [BUILD_DIR]
+# clang-format is always checked (make check); --tidy also runs clang-tidy-14
+# with .clang-tidy over BUILD_DIR's compile_commands.json (default
+# build/userspace): 'make lint-tidy'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tidy=0
+if [ "${1:-}" = --tidy ]; then tidy=1; shift; fi
 build=${1:-build/userspace}
 mapfile -t files < <(git ls-files 'userspace/*.cpp' 'userspace/*.hpp' 'tests/unit/*.cpp' 'tests/unit/*.hpp' 'tests/fuzz/*.cpp')
 fmt=${CLANG_FORMAT:-clang-format}
 "$fmt" --dry-run --Werror "${files[@]}"
 echo "clang-format: clean (${#files[@]} files)"
+[ "$tidy" = 1 ] || exit 0
 [ -f "$build/compile_commands.json" ] || { echo "lint: configure $build first" >&2; exit 2; }
 mapfile -t tus < <(printf '%s\n' "${files[@]}" | grep -E '\.cpp$' | grep -v '^tests/fuzz/')
 run=run-clang-tidy-14

@@ -49,7 +49,8 @@ public:
     return node.at(std::to_string(n));
   }
   int irqbalance_pid() override { return 0; }
-  Result<std::string> irqbalance(const std::string &, const std::vector<unsigned> &, const std::vector<int> &) override {
+  Result<std::string> irqbalance(const std::string &, const std::vector<unsigned> &,
+                                 const std::vector<int> &) override {
     return std::string("ok");
   }
 };
@@ -59,9 +60,16 @@ NicDevice e1000e() {
   d.name = "eth0";
   d.driver = "e1000e";
   d.numa_node = -1;
-  d.current = {{"rings.rx", "256"},          {"rings.tx", "256"},         {"coalesce.rx-usecs", "3"},
-               {"features.rx-gro", "on"},    {"features.rx-lro", "off"},  {"features.tx-tcp-segmentation", "on"},
-               {"features.tx-tcp6-segmentation", "on"}, {"link.mtu", "1500"}, {"irq.24", "0-7"}, {"irq.25", "0-7"}};
+  d.current = {{"rings.rx", "256"},
+               {"rings.tx", "256"},
+               {"coalesce.rx-usecs", "3"},
+               {"features.rx-gro", "on"},
+               {"features.rx-lro", "off"},
+               {"features.tx-tcp-segmentation", "on"},
+               {"features.tx-tcp6-segmentation", "on"},
+               {"link.mtu", "1500"},
+               {"irq.24", "0-7"},
+               {"irq.25", "0-7"}};
   d.max = {{"rings.rx", 4096}, {"rings.tx", 4096}};
   d.fixed = {"features.rx-lro"};
   d.unsupported_groups = {"channels"};
@@ -74,10 +82,10 @@ NicDevice virtio() {
   d.name = "eth1";
   d.driver = "virtio_net";
   d.numa_node = 1;
-  d.current = {{"rings.rx", "256"},         {"rings.tx", "256"},          {"channels.combined", "2"},
-               {"coalesce.rx-usecs", "0"},  {"coalesce.rx-frames", "1"},  {"features.rx-gro", "on"},
-               {"irq.30", "0-7"},           {"irq.31", "0-7"},            {"irq.32", "0-7"},
-               {"rps.rx-0.cpus", "0"},      {"rps.rx-0.flow-cnt", "0"},   {"rps.rx-1.cpus", "0"},
+  d.current = {{"rings.rx", "256"},        {"rings.tx", "256"},         {"channels.combined", "2"},
+               {"coalesce.rx-usecs", "0"}, {"coalesce.rx-frames", "1"}, {"features.rx-gro", "on"},
+               {"irq.30", "0-7"},          {"irq.31", "0-7"},           {"irq.32", "0-7"},
+               {"rps.rx-0.cpus", "0"},     {"rps.rx-0.flow-cnt", "0"},  {"rps.rx-1.cpus", "0"},
                {"rps.rx-1.flow-cnt", "0"}};
   d.max = {{"rings.rx", 256}, {"rings.tx", 256}, {"channels.combined", 4}};
   d.unsupported_groups = {"pause"};

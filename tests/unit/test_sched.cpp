@@ -185,8 +185,7 @@ period_us = 1000
 )",
                                      "bad.toml");
   ASSERT_FALSE(p);
-  EXPECT_NE(p.error().message.find("runtime_us <= deadline_us <= period_us"), std::string::npos)
-      << p.error().message;
+  EXPECT_NE(p.error().message.find("runtime_us <= deadline_us <= period_us"), std::string::npos) << p.error().message;
   auto q = ProfileLoader().load_text(R"(
 [[sched.rule]]
 name = "bad"

@@ -143,7 +143,8 @@ TEST(TopologyBadInput, SiblingOnAnotherNodeIsAWarning) {
   f.set("/sys/devices/system/cpu/cpu3/topology/thread_siblings_list", "3-4\n");
   auto t = discover_topology(f.root());
   ASSERT_TRUE(t.ok());
-  EXPECT_TRUE(any_warning(*t, "/sys/devices/system/cpu/cpu3/topology/thread_siblings_list: 3-4 disagrees with CPU 2's 2-3"));
+  EXPECT_TRUE(
+      any_warning(*t, "/sys/devices/system/cpu/cpu3/topology/thread_siblings_list: 3-4 disagrees with CPU 2's 2-3"));
   f.set("/sys/devices/system/cpu/cpu2/topology/thread_siblings_list", "2-4\n");
   f.set("/sys/devices/system/cpu/cpu3/topology/thread_siblings_list", "2-4\n");
   t = discover_topology(f.root());

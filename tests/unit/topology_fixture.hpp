@@ -14,7 +14,9 @@ namespace mltune::test {
 inline std::filesystem::path fixture_dir(std::string_view name) {
   return std::filesystem::path(MLTUNE_FIXTURES_DIR) / name;
 }
-inline Sysroot fixture(std::string_view name) { return Sysroot(fixture_dir(name)); }
+inline Sysroot fixture(std::string_view name) {
+  return Sysroot(fixture_dir(name));
+}
 
 inline constexpr std::string_view k_fixtures[] = {"hgx-2s-8gpu", "epyc-nps4-4gpu", "workstation-1gpu",
                                                   "vm-2cpu",     "guest-q35",      "gpu-memory-node"};

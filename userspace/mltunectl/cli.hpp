@@ -52,7 +52,7 @@ Status nic_switch_step(Context &ctx, const Profile &profile, bool dry_run);
 void register_topology(CLI::App &app, Context &ctx);
 void register_plan(CLI::App &app, Context &ctx);
 void register_boot(CLI::App &app, Context &ctx);
-void register_sched(CLI::App &app, Context &ctx); // sched list|apply|watch|reset, and watch
+void register_sched(CLI::App &app, Context &ctx);  // sched list|apply|watch|reset, and watch
 void register_feeder(CLI::App &app, Context &ctx); // feeder status|on|off|run
 void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release
 

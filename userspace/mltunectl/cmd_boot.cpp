@@ -66,7 +66,9 @@ void run_show(Context &ctx, const BootArgs &a) {
   }
   const std::string frag = boot_fragment(c->params);
   if (ctx.json) {
-    return ctx.emit({{"profile", c->profile.name}, {"fragment", frag}, {"params", params_json(c->params)},
+    return ctx.emit({{"profile", c->profile.name},
+                     {"fragment", frag},
+                     {"params", params_json(c->params)},
                      {"plan_empty", c->plan.empty()}});
   }
   *ctx.out << frag << "\n";
@@ -104,8 +106,10 @@ void run_apply(Context &ctx, const BootArgs &a) {
     }
   }
   if (ctx.json) {
-    return ctx.emit({{"written", std::string(k_grub_dropin)}, {"changed", !same},
-                     {"fragment", boot_fragment(c->params)}, {"regenerate", "update-grub"},
+    return ctx.emit({{"written", std::string(k_grub_dropin)},
+                     {"changed", !same},
+                     {"fragment", boot_fragment(c->params)},
+                     {"regenerate", "update-grub"},
                      {"reboot_pending", !same}});
   }
   *ctx.out << (same ? "unchanged " : "wrote ") << k_grub_dropin << ": " << boot_fragment(c->params) << "\n";

@@ -46,22 +46,31 @@ Result<std::pair<CpuSet, CpuSet>> resolve(const Sysroot &root, const std::string
 }
 
 nlohmann::json state_json(const FeederState &s) {
-  return {{"active", s.active},     {"mechanism", s.mechanism},     {"cpus", s.cpus.str()},
-          {"housekeeping", s.housekeeping.str()}, {"cgroup", s.cgroup}, {"fallback", s.fallback},
-          {"irq_mode", s.irq_mode}, {"irqs_moved", s.irqs.size()}, {"kthreads_moved", s.kthreads.size()}};
+  return {{"active", s.active},
+          {"mechanism", s.mechanism},
+          {"cpus", s.cpus.str()},
+          {"housekeeping", s.housekeeping.str()},
+          {"cgroup", s.cgroup},
+          {"fallback", s.fallback},
+          {"irq_mode", s.irq_mode},
+          {"irqs_moved", s.irqs.size()},
+          {"kthreads_moved", s.kthreads.size()}};
 }
 
 void print_status(Context &ctx, const FeederStatus &st) {
   if (ctx.json) {
     nlohmann::json j = state_json(st.state);
-    j["boot_isolation"] = {{"isolated", st.boot.isolated.str()}, {"nohz_full", st.boot.nohz_full.str()},
-                           {"isolcpus", st.boot.isolcpus},       {"rcu_nocbs", st.boot.rcu_nocbs}};
-    j["choice"] = {{"mechanism", st.choice.mechanism}, {"sched_ext_usable", st.choice.sched_ext_usable},
-                   {"sched_ext_refused", st.choice.sched_ext_refused}, {"reasons", st.choice.reasons}};
-    j["sched_ext"] = {{"built", st.scx_built}, {"state", st.scx_state}, {"ops", st.scx_ops},
-                      {"attached", st.scx_attached}, {"foreign", st.stats.foreign},
-                      {"stray", st.stats.stray}, {"forced", st.stats.forced},
-                      {"preempted", st.stats.preempted}};
+    j["boot_isolation"] = {{"isolated", st.boot.isolated.str()},
+                           {"nohz_full", st.boot.nohz_full.str()},
+                           {"isolcpus", st.boot.isolcpus},
+                           {"rcu_nocbs", st.boot.rcu_nocbs}};
+    j["choice"] = {{"mechanism", st.choice.mechanism},
+                   {"sched_ext_usable", st.choice.sched_ext_usable},
+                   {"sched_ext_refused", st.choice.sched_ext_refused},
+                   {"reasons", st.choice.reasons}};
+    j["sched_ext"] = {{"built", st.scx_built},       {"state", st.scx_state},          {"ops", st.scx_ops},
+                      {"attached", st.scx_attached}, {"foreign", st.stats.foreign},    {"stray", st.stats.stray},
+                      {"forced", st.stats.forced},   {"preempted", st.stats.preempted}};
     j["partition"] = st.partition;
     ctx.emit(j);
     return;

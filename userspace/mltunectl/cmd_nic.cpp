@@ -96,8 +96,8 @@ void print_changes(Context &ctx, const NicReport &r, bool applied) {
     return;
   }
   for (const auto &c : changes) {
-    *ctx.out << (applied ? "set\t" : "change\t") << (c.ifname.empty() ? "(global)" : c.ifname) << "\t" << c.key
-             << ": '" << c.from << "' -> '" << c.to << "'\n";
+    *ctx.out << (applied ? "set\t" : "change\t") << (c.ifname.empty() ? "(global)" : c.ifname) << "\t" << c.key << ": '"
+             << c.from << "' -> '" << c.to << "'\n";
   }
   for (const auto &s : r.skipped) {
     *ctx.out << "skip\t" << s.ifname << "\t" << s.key << ": " << s.why << "\n";

@@ -59,7 +59,10 @@ nlohmann::json plan_json(const Plan &p) {
   j["workers"] = p.workers.str();
   auto &gpus = j["gpus"] = nlohmann::json::array();
   for (const auto &g : p.gpus) {
-    gpus.push_back({{"gpu", g.gpu}, {"pci", g.pci}, {"gpu_node", g.gpu_node}, {"cpu_node", g.cpu_node},
+    gpus.push_back({{"gpu", g.gpu},
+                    {"pci", g.pci},
+                    {"gpu_node", g.gpu_node},
+                    {"cpu_node", g.cpu_node},
                     {"feeder", g.feeder.str()}});
   }
   auto &nics = j["nics"] = nlohmann::json::array();

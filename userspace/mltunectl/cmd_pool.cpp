@@ -19,12 +19,18 @@ struct PoolArgs {
 };
 
 nlohmann::json node_json(const PoolNode &n) {
-  return {{"node", n.node}, {"reserved", n.reserved}, {"free", n.free}, {"mapped", n.mapped},
-          {"reserved_bytes", n.reserved * k_pool_page_size}, {"free_bytes", n.free * k_pool_page_size},
+  return {{"node", n.node},
+          {"reserved", n.reserved},
+          {"free", n.free},
+          {"mapped", n.mapped},
+          {"reserved_bytes", n.reserved * k_pool_page_size},
+          {"free_bytes", n.free * k_pool_page_size},
           {"mapped_bytes", n.mapped * k_pool_page_size}};
 }
 
-std::string mib(std::uint64_t pages) { return std::to_string(pages * (k_pool_page_size >> 20)) + " MiB"; }
+std::string mib(std::uint64_t pages) {
+  return std::to_string(pages * (k_pool_page_size >> 20)) + " MiB";
+}
 
 void print_node(Context &ctx, const PoolNode &n) {
   if (ctx.json) {
@@ -44,14 +50,18 @@ void run_status(Context &ctx) {
     for (const auto &n : st->nodes) {
       nodes.push_back(node_json(n));
     }
-    return ctx.emit({{"page_size", k_pool_page_size}, {"nodes", nodes}, {"pmd_mappings", st->pmd_mappings},
-                     {"pte_mappings", st->pte_mappings}, {"orphaned", st->orphaned},
+    return ctx.emit({{"page_size", k_pool_page_size},
+                     {"nodes", nodes},
+                     {"pmd_mappings", st->pmd_mappings},
+                     {"pte_mappings", st->pte_mappings},
+                     {"orphaned", st->orphaned},
                      {"pmd_capable", st->pmd_capable}});
   }
   auto &o = *ctx.out;
   o << "huge-page pool (2 MiB pages)\n"
     << std::left << std::setw(6) << "node" << std::right << std::setw(10) << "reserved" << std::setw(10) << "free"
-    << std::setw(10) << "mapped" << std::setw(12) << "reserved" << "\n";
+    << std::setw(10) << "mapped" << std::setw(12) << "reserved"
+    << "\n";
   for (const auto &n : st->nodes) {
     o << std::left << std::setw(6) << n.node << std::right << std::setw(10) << n.reserved << std::setw(10) << n.free
       << std::setw(10) << n.mapped << std::setw(12) << mib(n.reserved) << "\n";
@@ -82,8 +92,7 @@ void run_change(Context &ctx, const PoolArgs &a, bool reserve) {
       if (n.node != a.node) {
         continue;
       }
-      const std::uint64_t target =
-          reserve ? pages : n.reserved - std::min(pages, n.free);
+      const std::uint64_t target = reserve ? pages : n.reserved - std::min(pages, n.free);
       *ctx.out << "would set node " << a.node << " reserved " << n.reserved << " -> " << target << " pages ("
                << mib(target) << ")\n";
       return;

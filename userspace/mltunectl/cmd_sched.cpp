@@ -26,7 +26,9 @@ struct SchedArgs {
 };
 
 std::atomic<bool> g_stop{false};
-void on_signal(int /*sig*/) { g_stop = true; }
+void on_signal(int /*sig*/) {
+  g_stop = true;
+}
 
 std::string mono_stamp() {
   timespec ts{};
@@ -53,9 +55,15 @@ nlohmann::json attr_json(const SchedAttr &a) {
 }
 
 nlohmann::json action_json(const SchedAction &a) {
-  return {{"pid", a.pid},   {"tid", a.tid},       {"comm", a.comm},       {"rule", a.rule},
-          {"result", a.result}, {"before", attr_json(a.before)}, {"after", attr_json(a.after)},
-          {"cgroup", a.cgroup}, {"message", a.message}};
+  return {{"pid", a.pid},
+          {"tid", a.tid},
+          {"comm", a.comm},
+          {"rule", a.rule},
+          {"result", a.result},
+          {"before", attr_json(a.before)},
+          {"after", attr_json(a.after)},
+          {"cgroup", a.cgroup},
+          {"message", a.message}};
 }
 
 std::string action_line(const SchedAction &a) {
@@ -74,9 +82,8 @@ std::string action_line(const SchedAction &a) {
 }
 
 nlohmann::json domain_json(const RootDomain &d) {
-  return {{"name", d.name},         {"cpus", d.cpus.str()}, {"limit", d.limit},
-          {"reserved", d.reserved}, {"used", d.used},                 {"requested", d.requested},
-          {"fits", d.fits()},       {"explain", d.explain()}};
+  return {{"name", d.name}, {"cpus", d.cpus.str()},     {"limit", d.limit}, {"reserved", d.reserved},
+          {"used", d.used}, {"requested", d.requested}, {"fits", d.fits()}, {"explain", d.explain()}};
 }
 
 Result<Profile> load_profile(Context &ctx, const SchedArgs &args) {
@@ -136,9 +143,9 @@ void run_list(Context &ctx, const SchedArgs &args) {
   if (ctx.json) {
     nlohmann::json rules = nlohmann::json::array();
     for (const auto &r : p->sched_rules) {
-      nlohmann::json j{{"name", r.name},     {"thread", r.thread}, {"thread_regex", r.thread_regex},
-                       {"exe", r.exe},       {"cmdline", r.cmdline}, {"cgroup", r.cgroup},
-                       {"policy", attr_json(r.attr)}, {"cpus", r.cpus}, {"reason", r.reason}, {"origin", r.origin}};
+      nlohmann::json j{{"name", r.name},       {"thread", r.thread}, {"thread_regex", r.thread_regex}, {"exe", r.exe},
+                       {"cmdline", r.cmdline}, {"cgroup", r.cgroup}, {"policy", attr_json(r.attr)},    {"cpus", r.cpus},
+                       {"reason", r.reason},   {"origin", r.origin}};
       j["fallback"] = r.fallback ? attr_json(*r.fallback) : nlohmann::json();
       rules.push_back(j);
     }
@@ -161,8 +168,9 @@ void run_list(Context &ctx, const SchedArgs &args) {
   }
   *ctx.out << "sched rules of profile '" << p->name << "':\n";
   for (const auto &r : p->sched_rules) {
-    *ctx.out << "  " << r.name << ": thread " << (r.thread_regex.empty() ? "\"" + r.thread + "\"" : "/" + r.thread_regex + "/")
-             << " -> " << r.attr.describe();
+    *ctx.out << "  " << r.name << ": thread "
+             << (r.thread_regex.empty() ? "\"" + r.thread + "\"" : "/" + r.thread_regex + "/") << " -> "
+             << r.attr.describe();
     if (!r.cpus.empty()) {
       *ctx.out << " on " << r.cpus;
     }
@@ -174,8 +182,7 @@ void run_list(Context &ctx, const SchedArgs &args) {
   *ctx.out << "matching threads:\n";
   for (const auto &e : entries) {
     *ctx.out << "  " << e.thread.pid << "/" << e.thread.tid << " \"" << e.thread.comm << "\" "
-             << (e.rule.empty() ? "-" : e.rule) << ": " << e.attr.describe() << (e.managed ? " [managed]" : "")
-             << "\n";
+             << (e.rule.empty() ? "-" : e.rule) << ": " << e.attr.describe() << (e.managed ? " [managed]" : "") << "\n";
   }
   *ctx.out << "root domains:\n";
   for (const auto &d : domains) {

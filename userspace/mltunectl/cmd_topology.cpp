@@ -12,7 +12,9 @@ nlohmann::json pci_json(const PciLocality &p) {
   return {{"pci", p.address}, {"numa_node", p.numa_node}, {"local_cpus", p.local_cpus.str()}};
 }
 
-std::string node_str(int n) { return n >= 0 ? std::to_string(n) : std::string("unknown"); }
+std::string node_str(int n) {
+  return n >= 0 ? std::to_string(n) : std::string("unknown");
+}
 
 void run_topology(Context &ctx) {
   auto t = discover_topology(ctx.root());
@@ -41,8 +43,8 @@ void run_topology(Context &ctx) {
     o << "\n";
   }
   for (const auto &n : t->nodes) {
-    o << "node " << n.id << ": CPUs " << (n.cpus.empty() ? "(none)" : n.cpus.str()) << ", "
-      << n.mem_total_kb / 1024 << " MiB, distances";
+    o << "node " << n.id << ": CPUs " << (n.cpus.empty() ? "(none)" : n.cpus.str()) << ", " << n.mem_total_kb / 1024
+      << " MiB, distances";
     for (const int d : n.distances) {
       o << " " << d;
     }
@@ -63,8 +65,8 @@ void run_topology(Context &ctx) {
   }
   for (const auto &n : t->nics) {
     o << "NIC " << n.name << ": " << n.pci.address << " " << (n.driver.empty() ? "(no driver)" : n.driver) << ", node "
-      << node_str(n.pci.numa_node) << ", " << n.rx_queues << " rx / " << n.tx_queues << " tx queues, "
-      << n.irqs.size() << " IRQs";
+      << node_str(n.pci.numa_node) << ", " << n.rx_queues << " rx / " << n.tx_queues << " tx queues, " << n.irqs.size()
+      << " IRQs";
     if (!n.irqs.empty()) {
       o << " (" << n.irqs.front().irq << (n.irqs.size() > 1 ? "-" + std::to_string(n.irqs.back().irq) : "") << ")";
     }
@@ -79,12 +81,9 @@ void run_topology(Context &ctx) {
 
 nlohmann::json topology_json(const Topology &t) {
   nlohmann::json j;
-  j["cpu"] = {{"vendor", t.cpu_vendor},
-              {"model", t.cpu_model},
-              {"online", t.online.str()},
-              {"count", t.online.count()},
-              {"physical_cores", t.cores.size()},
-              {"smt", t.smt()}};
+  j["cpu"] = {{"vendor", t.cpu_vendor},           {"model", t.cpu_model},
+              {"online", t.online.str()},         {"count", t.online.count()},
+              {"physical_cores", t.cores.size()}, {"smt", t.smt()}};
   auto &sockets = j["sockets"] = nlohmann::json::array();
   for (const auto &s : t.sockets) {
     sockets.push_back({{"id", s.id}, {"cpus", s.cpus.str()}, {"cores", s.cores}, {"nodes", s.nodes}});

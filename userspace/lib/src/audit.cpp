@@ -455,9 +455,7 @@ void audit_nccl_names(const Sysroot &root, std::vector<Finding> &out) {
         comm.pop_back();
       }
     }
-    out.push_back(Finding{"sched:nccl-thread-names:" + pid,
-                          "sched",
-                          Severity::warning,
+    out.push_back(Finding{"sched:nccl-thread-names:" + pid, "sched", Severity::warning,
                           "process " + pid + " (" + comm + ") maps libnccl but no thread is named NCCL*",
                           "NCCL_SET_THREAD_NAME=1",
                           "NCCL names its proxy threads only with NCCL_SET_THREAD_NAME=1; without the names the "

@@ -74,9 +74,16 @@ bool same_value(std::string_view key, std::string_view a, std::string_view b) {
 } // namespace
 
 const std::vector<std::string_view> &boot_managed_keys() {
-  static const std::vector<std::string_view> keys = {
-      "nohz_full",   "isolcpus",       "rcu_nocbs",          "irqaffinity",         "skew_tick",
-      "nosoftlockup", "transparent_hugepage", "numa_balancing", "intel_idle.max_cstate", "processor.max_cstate"};
+  static const std::vector<std::string_view> keys = {"nohz_full",
+                                                     "isolcpus",
+                                                     "rcu_nocbs",
+                                                     "irqaffinity",
+                                                     "skew_tick",
+                                                     "nosoftlockup",
+                                                     "transparent_hugepage",
+                                                     "numa_balancing",
+                                                     "intel_idle.max_cstate",
+                                                     "processor.max_cstate"};
   return keys;
 }
 
@@ -123,8 +130,8 @@ Result<std::vector<BootParam>> boot_params(const Topology &topo, const Plan &pla
                    "no soft-lockup watchdog thread waking on the isolated CPUs (as tuned's cpu-partitioning)"});
   }
   if (!opts.thp.empty()) {
-    out.push_back({"transparent_hugepage", opts.thp, "profile " + opts.profile + " sets THP to " + opts.thp +
-                                                      " from the first allocation on"});
+    out.push_back({"transparent_hugepage", opts.thp,
+                   "profile " + opts.profile + " sets THP to " + opts.thp + " from the first allocation on"});
   }
   if (opts.numa_balancing_off) {
     out.push_back({"numa_balancing", "disable",

@@ -36,7 +36,9 @@ bool CpuSet::test(unsigned cpu) const {
   return w < words_.size() && ((words_[w] >> (cpu % 64)) & 1U) != 0;
 }
 
-bool CpuSet::empty() const { return words_.empty(); }
+bool CpuSet::empty() const {
+  return words_.empty();
+}
 
 unsigned CpuSet::count() const {
   unsigned n = 0;
@@ -77,7 +79,9 @@ bool CpuSet::intersects(const CpuSet &o) const {
   return false;
 }
 
-bool CpuSet::contains(const CpuSet &o) const { return (o - *this).empty(); }
+bool CpuSet::contains(const CpuSet &o) const {
+  return (o - *this).empty();
+}
 
 CpuSet &CpuSet::operator|=(const CpuSet &o) {
   if (words_.size() < o.words_.size()) {
@@ -107,7 +111,9 @@ CpuSet &CpuSet::operator-=(const CpuSet &o) {
   return *this;
 }
 
-bool operator==(const CpuSet &a, const CpuSet &b) { return a.words_ == b.words_; }
+bool operator==(const CpuSet &a, const CpuSet &b) {
+  return a.words_ == b.words_;
+}
 
 void CpuSet::trim() {
   while (!words_.empty() && words_.back() == 0) {
@@ -138,16 +144,17 @@ std::string CpuSet::str() const {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 class Parser {
 public:
-  Parser(std::string_view text, size_t base, std::string_view where)
-      : s_(text), base_(base), where_(where) {}
+  Parser(std::string_view text, size_t base, std::string_view where) : s_(text), base_(base), where_(where) {}
 
   Error error(const std::string &what) const {
-    return input_error(std::string(where_) + ": invalid cpulist '" + printable() + "': " + what +
-                       " at column " + std::to_string(base_ + pos_ + 1));
+    return input_error(std::string(where_) + ": invalid cpulist '" + printable() + "': " + what + " at column " +
+                       std::to_string(base_ + pos_ + 1));
   }
 
   // A decimal CPU number below k_max_cpus.

@@ -274,8 +274,7 @@ void move_kthreads(const Sysroot &root, FeederState &s) {
   }
   for (const auto &t : kthreads(root)) {
     CpuSet aff;
-    if ((t.flags & k_pf_no_setaffinity) || !get_affinity(t.pid, aff) || aff.count() <= 1 ||
-        !aff.intersects(s.cpus)) {
+    if ((t.flags & k_pf_no_setaffinity) || !get_affinity(t.pid, aff) || aff.count() <= 1 || !aff.intersects(s.cpus)) {
       continue;
     }
     CpuSet to = aff & s.housekeeping;
@@ -425,7 +424,8 @@ void scx_detach() {
 #endif
 }
 
-std::string exit_kind_name(int k) {
+// Used only when the sched_ext scheduler is built (MLTUNE_HAVE_SCX).
+[[maybe_unused]] std::string exit_kind_name(int k) {
   switch (k) {
   case 1: return "done";
   case 64: return "unregistered";
@@ -439,7 +439,7 @@ std::string exit_kind_name(int k) {
   }
 }
 
-std::string read_scx_state() {
+[[maybe_unused]] std::string read_scx_state() {
   std::string v;
   if (FILE *f = std::fopen("/sys/kernel/sched_ext/state", "re")) {
     char buf[64] = "";
@@ -546,8 +546,7 @@ BootIsolation read_boot_isolation(const Sysroot &root) {
   return b;
 }
 
-Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolation &boot,
-                                         const std::string &want) {
+Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolation &boot, const std::string &want) {
   MechanismChoice m;
   if (!root.exists(std::string(k_scx_dir) + "/state")) {
     m.sched_ext_refused = "the kernel has no sched_ext (CONFIG_SCHED_CLASS_EXT): "
@@ -568,9 +567,8 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
     return input_error("mechanism must be auto, sched_ext or cpuset, not '" + want + "'");
   }
   if (boot.any()) {
-    m.reasons.push_back("boot isolation present: isolated=" + boot.isolated.str() +
-                        " nohz_full=" + boot.nohz_full.str() + " isolcpus=" + boot.isolcpus +
-                        " rcu_nocbs=" + boot.rcu_nocbs);
+    m.reasons.push_back("boot isolation present: isolated=" + boot.isolated.str() + " nohz_full=" +
+                        boot.nohz_full.str() + " isolcpus=" + boot.isolcpus + " rcu_nocbs=" + boot.rcu_nocbs);
   }
   if (want == "cpuset") {
     m.mechanism = "cpuset";

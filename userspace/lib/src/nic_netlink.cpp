@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <functional>
 #include <span>
-#include <tuple>
-#include <cstring>
 #include <sys/socket.h>
+#include <tuple>
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK 270
@@ -457,8 +457,10 @@ public:
     int nest_flags = 0;
     std::function<Status(nl_msg *)> fill;
     if (group == "rings" || group == "channels" || group == "pause") {
-      cmd = group == "rings" ? ETHTOOL_MSG_RINGS_SET : group == "channels" ? ETHTOOL_MSG_CHANNELS_SET : ETHTOOL_MSG_PAUSE_SET;
-      std::span<const U32Attr> tbl = group == "rings" ? std::span<const U32Attr>(k_rings)
+      cmd = group == "rings"      ? ETHTOOL_MSG_RINGS_SET
+            : group == "channels" ? ETHTOOL_MSG_CHANNELS_SET
+                                  : ETHTOOL_MSG_PAUSE_SET;
+      std::span<const U32Attr> tbl = group == "rings"      ? std::span<const U32Attr>(k_rings)
                                      : group == "channels" ? std::span<const U32Attr>(k_channels)
                                                            : std::span<const U32Attr>(k_pause);
       fill = [&, tbl](nl_msg *m) -> Status {
@@ -484,7 +486,8 @@ public:
       fill = [&](nl_msg *m) -> Status {
         for (const auto &[k, v] : values) {
           const std::string name = k.substr(9);
-          const auto *it = std::find_if(std::begin(k_coal), std::end(k_coal), [&](const CoalAttr &a) { return name == a.name; });
+          const auto *it =
+              std::find_if(std::begin(k_coal), std::end(k_coal), [&](const CoalAttr &a) { return name == a.name; });
           if (it == std::end(k_coal)) {
             return input_error(ifname + ": unknown setting " + k);
           }
@@ -613,7 +616,8 @@ public:
     for (int i : irqs) {
       args += (args.empty() ? "" : " ") + std::string("--banirq=") + std::to_string(i);
     }
-    text += "# written by mltunectl nic apply\nIRQBALANCE_BANNED_CPULIST=" + cpus + "\nIRQBALANCE_ARGS=\"" + args + "\"\n";
+    text +=
+        "# written by mltunectl nic apply\nIRQBALANCE_BANNED_CPULIST=" + cpus + "\nIRQBALANCE_ARGS=\"" + args + "\"\n";
     if (auto st = root_.write_file(conf, text); !st) {
       return st.error();
     }

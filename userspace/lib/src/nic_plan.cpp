@@ -20,7 +20,7 @@ struct KeySpec {
   std::uint64_t limit; // largest count accepted in a profile
 };
 
-constexpr std::uint64_t k_ring_limit = 1U << 20;   // no NIC has rings this deep
+constexpr std::uint64_t k_ring_limit = 1U << 20; // no NIC has rings this deep
 constexpr std::uint64_t k_chan_limit = 1U << 16;
 constexpr std::uint64_t k_u32 = 0xffffffffULL;
 
@@ -232,7 +232,9 @@ std::string nic_check_setting(std::string_view key, std::string_view value) {
   case VKind::count:
     if (!num) {
       return k + ": expected a non-negative integer" +
-             std::string(spec->kind == VKind::count ? "" : spec->kind == VKind::count_max ? " or \"max\"" : ", \"max\" or \"local\"") +
+             std::string(spec->kind == VKind::count       ? ""
+                         : spec->kind == VKind::count_max ? " or \"max\""
+                                                          : ", \"max\" or \"local\"") +
              ", got '" + std::string(value) + "'";
     }
     if (n > spec->limit) {
@@ -296,8 +298,8 @@ Result<std::vector<NicDevice>> nic_probe_all(NicBackend &backend, const std::str
   return devs;
 }
 
-Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices,
-                         NicBackend &backend, const NicOptions &opts) {
+Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices, NicBackend &backend,
+                         const NicOptions &opts) {
   (void)opts;
   NicPlan plan;
   std::uint64_t flow_entries = 0;
@@ -310,7 +312,9 @@ Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<Ni
   for (const auto &dev : devices) {
     const auto wanted = wanted_for(rules, dev);
     std::vector<NicChange> changes;
-    auto skip = [&](const std::string &key, std::string why) { plan.skipped.push_back({dev.name, key, std::move(why)}); };
+    auto skip = [&](const std::string &key, std::string why) {
+      plan.skipped.push_back({dev.name, key, std::move(why)});
+    };
     auto change = [&](const std::string &key, const std::string &to, const NicSetting &s) {
       const auto it = dev.current.find(key);
       const std::string from = it == dev.current.end() ? "" : it->second;
@@ -367,7 +371,8 @@ Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<Ni
         }
         if (!any_changeable && fixed_differs) {
           if (s.explicit_request) {
-            return input_error(at + ": feature '" + fname + "' is fixed on " + dev.name + " (driver " + dev.driver + ")");
+            return input_error(at + ": feature '" + fname + "' is fixed on " + dev.name + " (driver " + dev.driver +
+                               ")");
           }
           skip(key, "fixed by driver " + dev.driver);
         }
@@ -502,8 +507,7 @@ Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<Ni
         }
       }
       plan.notes.push_back("irqbalance (pid " + std::to_string(pid) + ") is running: " +
-                           (irqbalance_mode == "stop" ? "it will be stopped"
-                                                      : "the NIC IRQs will be banned from it"));
+                           (irqbalance_mode == "stop" ? "it will be stopped" : "the NIC IRQs will be banned from it"));
     }
   }
   return plan;

@@ -321,7 +321,8 @@ Result<Plan> make_plan(const Topology &topo, const PlanOptions &opts) {
     for (const unsigned g : rp.gpus) {
       gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     }
-    const bool nvidia = std::all_of(rp.gpus.begin(), rp.gpus.end(), [&](unsigned g) { return topo.gpus[g].vendor == "NVIDIA"; });
+    const bool nvidia =
+        std::all_of(rp.gpus.begin(), rp.gpus.end(), [&](unsigned g) { return topo.gpus[g].vendor == "NVIDIA"; });
     rp.env.emplace_back("OMP_NUM_THREADS", std::to_string(rp.omp_threads));
     rp.env.emplace_back("NCCL_SET_THREAD_NAME", "1");
     if (nvidia) {

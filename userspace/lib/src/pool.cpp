@@ -73,8 +73,8 @@ Result<PoolNode> set_target(const Sysroot &root, int node, std::uint64_t pages) 
   }
   if (!w) {
     Error e = w.error();
-    const std::string got = "node " + std::to_string(node) + ": pool has " + std::to_string(after->reserved) +
-                            " of " + std::to_string(pages) + " pages asked for";
+    const std::string got = "node " + std::to_string(node) + ": pool has " + std::to_string(after->reserved) + " of " +
+                            std::to_string(pages) + " pages asked for";
     if (e.sys_errno == ENOMEM) {
       e.message = got + " (the kernel could not supply more 2 MiB pages)";
     } else if (e.sys_errno == EBUSY) {
@@ -111,9 +111,8 @@ Result<PoolStatus> pool_status(const Sysroot &root) {
     }
     st.nodes.push_back(*n);
   }
-  for (auto [file, field] : {std::pair{"pmd_mappings", &st.pmd_mappings},
-                             {"pte_mappings", &st.pte_mappings},
-                             {"orphaned", &st.orphaned}}) {
+  for (auto [file, field] :
+       {std::pair{"pmd_mappings", &st.pmd_mappings}, {"pte_mappings", &st.pte_mappings}, {"orphaned", &st.orphaned}}) {
     auto v = read_u64(root, std::string(k_dir) + "/" + file);
     if (!v) {
       return v.error();
@@ -131,19 +130,12 @@ Result<std::uint64_t> parse_pool_size(std::string_view text) {
   if (!text.empty()) {
     switch (text.back()) {
     case 'k':
-    case 'K':
-      shift = 10;
-      break;
+    case 'K': shift = 10; break;
     case 'm':
-    case 'M':
-      shift = 20;
-      break;
+    case 'M': shift = 20; break;
     case 'g':
-    case 'G':
-      shift = 30;
-      break;
-    default:
-      break;
+    case 'G': shift = 30; break;
+    default: break;
     }
   }
   if (shift != 0) {
@@ -179,7 +171,9 @@ Result<PoolNode> pool_release(const Sysroot &root, int node, std::uint64_t pages
   return set_target(root, node, now->reserved - drop);
 }
 
-PoolBuffer::~PoolBuffer() { reset(); }
+PoolBuffer::~PoolBuffer() {
+  reset();
+}
 
 PoolBuffer::PoolBuffer(PoolBuffer &&other) noexcept
     : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)),

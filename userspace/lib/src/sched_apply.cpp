@@ -438,10 +438,8 @@ bool same_attr(const SchedAttr &cur, const SchedAttr &want) {
   case SchedPolicy::deadline:
     return cur.runtime == want.runtime && cur.deadline == want.deadline && cur.period == want.period;
   case SchedPolicy::fifo:
-  case SchedPolicy::rr:
-    return cur.priority == want.priority;
-  default:
-    return cur.nice == want.nice;
+  case SchedPolicy::rr: return cur.priority == want.priority;
+  default: return cur.nice == want.nice;
   }
 }
 
@@ -619,7 +617,9 @@ void record(State &st, const ThreadPlan &p, const SchedAttr &after, const std::s
   }
 }
 
-bool gone(const Error &e) { return e.sys_errno == ESRCH || e.sys_errno == ENOENT; }
+bool gone(const Error &e) {
+  return e.sys_errno == ESRCH || e.sys_errno == ENOENT;
+}
 
 // Records the watcher has not written to the state file yet.
 struct PendingState {
@@ -757,10 +757,9 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
             }
           }
         } else {
-          partitions_bad[p.partition] =
-              prs ? "cpuset.cpus.partition reads \"" + *prs + "\"" : prs.error().message;
-          rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition + " unusable: " +
-                              partitions_bad[p.partition]);
+          partitions_bad[p.partition] = prs ? "cpuset.cpus.partition reads \"" + *prs + "\"" : prs.error().message;
+          rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition +
+                              " unusable: " + partitions_bad[p.partition]);
           if (!existed) {
             (void)sys.remove_partition(p.partition);
           }
@@ -827,7 +826,7 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
 }
 
 Result<ThreadPlan> plan_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
-                         const SchedOptions &opt, std::map<std::string, std::string> &placements) {
+                               const SchedOptions &opt, std::map<std::string, std::string> &placements) {
   auto t = sys.thread(pid, tid);
   if (!t) {
     return t.error();
@@ -937,7 +936,9 @@ Result<std::string> resolve_placement(const Sysroot &root, std::string_view spec
   return set->str();
 }
 
-std::vector<RootDomain> sched_domains(const SchedSystem &sys) { return build_ledger(sys, true).domains; }
+std::vector<RootDomain> sched_domains(const SchedSystem &sys) {
+  return build_ledger(sys, true).domains;
+}
 
 void sched_ledger_refresh(const SchedSystem &sys) {
   g_cached = build_ledger(sys, true);
@@ -971,7 +972,9 @@ void sched_ledger_charge(const std::string &domain, double bw) {
   }
 }
 
-int64_t sched_ledger_age_ms() { return g_cached_at < 0 ? -1 : mono_ms() - g_cached_at; }
+int64_t sched_ledger_age_ms() {
+  return g_cached_at < 0 ? -1 : mono_ms() - g_cached_at;
+}
 
 Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {
   StateLock lock(sys.root());

@@ -60,20 +60,19 @@ Status policy_fields(const toml::table &t, const std::string &display, const std
   int64_t runtime = -1;
   int64_t deadline = -1;
   int64_t period = -1;
-  for (auto st : {get_int("priority", 1, 99, prio), get_int("nice", -20, 19, nice),
-                  get_int("runtime_us", 2, 10'000'000, runtime), get_int("deadline_us", 2, 10'000'000, deadline),
-                  get_int("period_us", 2, 10'000'000, period)}) {
+  for (auto st :
+       {get_int("priority", 1, 99, prio), get_int("nice", -20, 19, nice), get_int("runtime_us", 2, 10'000'000, runtime),
+        get_int("deadline_us", 2, 10'000'000, deadline), get_int("period_us", 2, 10'000'000, period)}) {
     if (!st) {
       return st;
     }
   }
   auto only = [&](std::initializer_list<const char *> allowed) -> Status {
-    static const char *const all[] = {"priority", "nice", "runtime_us", "deadline_us", "period_us",
-                                      "reset_on_fork", "overrun_signal"};
+    static const char *const all[] = {"priority",  "nice",          "runtime_us",    "deadline_us",
+                                      "period_us", "reset_on_fork", "overrun_signal"};
     for (const char *k : all) {
-      if (t.contains(k) && std::find_if(allowed.begin(), allowed.end(), [&](const char *x) {
-                             return std::string_view(x) == k;
-                           }) == allowed.end()) {
+      if (t.contains(k) && std::find_if(allowed.begin(), allowed.end(),
+                                        [&](const char *x) { return std::string_view(x) == k; }) == allowed.end()) {
         return input_error(where(display, t.get(k)->source()) + ": " + ctx + ": " + k + " does not apply to policy " +
                            *pol);
       }
@@ -154,25 +153,20 @@ Status policy_fields(const toml::table &t, const std::string &display, const std
 }
 
 bool valid_cpulist_chars(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || c == ',' || c == '-'; });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || c == ',' || c == '-'; });
 }
 
 } // namespace
 
 std::string_view to_string(SchedPolicy p) {
   switch (p) {
-  case SchedPolicy::other:
-    return "other";
-  case SchedPolicy::fifo:
-    return "fifo";
-  case SchedPolicy::rr:
-    return "rr";
-  case SchedPolicy::batch:
-    return "batch";
-  case SchedPolicy::idle:
-    return "idle";
-  case SchedPolicy::deadline:
-    return "deadline";
+  case SchedPolicy::other: return "other";
+  case SchedPolicy::fifo: return "fifo";
+  case SchedPolicy::rr: return "rr";
+  case SchedPolicy::batch: return "batch";
+  case SchedPolicy::idle: return "idle";
+  case SchedPolicy::deadline: return "deadline";
   }
   return "unknown";
 }
@@ -194,12 +188,8 @@ std::string SchedAttr::describe() const {
     s += " runtime=" + us(runtime) + " deadline=" + us(deadline) + " period=" + us(period);
     break;
   case SchedPolicy::fifo:
-  case SchedPolicy::rr:
-    s += " priority=" + std::to_string(priority);
-    break;
-  default:
-    s += " nice=" + std::to_string(nice);
-    break;
+  case SchedPolicy::rr: s += " priority=" + std::to_string(priority); break;
+  default: s += " nice=" + std::to_string(nice); break;
   }
   if ((flags & k_sched_flag_reset_on_fork) != 0) {
     s += " reset-on-fork";
@@ -251,24 +241,24 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
   const std::string at = where(display, t.source());
   SchedRule r;
   r.origin = at;
-  static const char *const known[] = {"name",          "thread",         "thread_regex", "exe",      "cmdline",
-                                      "cgroup",        "policy",         "priority",     "nice",     "runtime_us",
-                                      "deadline_us",   "period_us",      "reset_on_fork", "overrun_signal", "cpus",
-                                      "fallback",      "reason"};
+  static const char *const known[] = {
+      "name",          "thread",         "thread_regex", "exe",        "cmdline",     "cgroup",
+      "policy",        "priority",       "nice",         "runtime_us", "deadline_us", "period_us",
+      "reset_on_fork", "overrun_signal", "cpus",         "fallback",   "reason"};
   for (const auto &[k, v] : t) {
     if (std::find_if(std::begin(known), std::end(known), [&](const char *x) { return k == x; }) == std::end(known)) {
       return input_error(where(display, k.source()) + ": sched rule: unknown key '" + std::string(k.str()) + "'");
     }
-    const bool stringy = k != "policy" && k != "priority" && k != "nice" && k != "runtime_us" &&
-                         k != "deadline_us" && k != "period_us" && k != "reset_on_fork" &&
-                         k != "overrun_signal" && k != "fallback";
+    const bool stringy = k != "policy" && k != "priority" && k != "nice" && k != "runtime_us" && k != "deadline_us" &&
+                         k != "period_us" && k != "reset_on_fork" && k != "overrun_signal" && k != "fallback";
     if (stringy && !v.is_string()) {
       return input_error(where(display, k.source()) + ": sched rule: " + std::string(k.str()) + " must be a string");
     }
   }
   r.name = t["name"].value_or(std::string());
-  if (r.name.empty() || r.name.size() > 64 ||
-      !std::all_of(r.name.begin(), r.name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; })) {
+  if (r.name.empty() || r.name.size() > 64 || !std::all_of(r.name.begin(), r.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      })) {
     return input_error(at + ": sched rule: name must be 1-64 letters, digits, '-' or '_'");
   }
   const std::string ctx = "sched rule '" + r.name + "'";
@@ -294,8 +284,10 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
                      std::all_of(r.cpus.begin() + 7, r.cpus.end(), [](char c) { return c >= '0' && c <= '9'; }));
   if (!r.cpus.empty() && !role) {
     if (!valid_cpulist_chars(r.cpus) || !parse_cpuset(r.cpus) || parse_cpuset(r.cpus)->empty()) {
-      return input_error(at + ": " + ctx + ": cpus must be feeder, feeder:N, housekeeping, workers or a cpulist "
-                         "like 2-5,8 (got '" + r.cpus + "')");
+      return input_error(at + ": " + ctx +
+                         ": cpus must be feeder, feeder:N, housekeeping, workers or a cpulist "
+                         "like 2-5,8 (got '" +
+                         r.cpus + "')");
     }
   }
   if (auto st = policy_fields(t, display, ctx, r.attr, false); !st) {

@@ -10,10 +10,10 @@
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
-#include <poll.h>
 #include <map>
-#include <time.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace mltune {
@@ -251,8 +251,7 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
         }
         break;
       }
-      default:
-        break;
+      default: break;
       }
     }
   }

@@ -224,7 +224,9 @@ std::string vendor_name(std::string_view id) {
 
 // Display controllers that are never compute devices: BMC video (ASPEED,
 // Matrox G200eW/eH), legacy server VGA.
-bool bmc_vendor(std::string_view id) { return id == "0x1a03" || id == "0x102b" || id == "0x19a2"; }
+bool bmc_vendor(std::string_view id) {
+  return id == "0x1a03" || id == "0x102b" || id == "0x19a2";
+}
 
 bool gpu_class(std::string_view cls, std::string_view vendor) {
   if (cls.size() < 6) {
@@ -355,7 +357,8 @@ Result<Topology> discover_topology(const Sysroot &root) {
       const auto p = mi->find("MemTotal:");
       if (p != std::string::npos) {
         const auto e = mi->find('\n', p);
-        std::string_view v = std::string_view(*mi).substr(p + 9, e == std::string::npos ? std::string::npos : e - p - 9);
+        std::string_view v =
+            std::string_view(*mi).substr(p + 9, e == std::string::npos ? std::string::npos : e - p - 9);
         v = trim(v);
         if (v.size() > 3 && v.substr(v.size() - 2) == "kB") {
           v = trim(v.substr(0, v.size() - 2));
@@ -436,12 +439,14 @@ Result<Topology> discover_topology(const Sysroot &root) {
                 o.siblings.str() + " disagrees with CPU " + std::to_string(c) + "'s " + ci.siblings.str());
       }
       if (o.node != ci.node) {
-        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/thread_siblings_list: SMT sibling of CPU " +
-                std::to_string(c) + " is on NUMA node " + std::to_string(o.node) + ", not " + std::to_string(ci.node));
+        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) +
+                "/topology/thread_siblings_list: SMT sibling of CPU " + std::to_string(c) + " is on NUMA node " +
+                std::to_string(o.node) + ", not " + std::to_string(ci.node));
       }
       if (o.socket != ci.socket) {
-        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/physical_package_id: SMT sibling of CPU " +
-                std::to_string(c) + " is on socket " + std::to_string(o.socket));
+        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) +
+                "/topology/physical_package_id: SMT sibling of CPU " + std::to_string(c) + " is on socket " +
+                std::to_string(o.socket));
       }
     }
     seen |= core.threads;

@@ -22,7 +22,7 @@ struct BootOptions {
   std::string isolate = "feeder"; // resolve_cpuset() spec of the CPUs to isolate
   std::string thp;                // transparent_hugepage= value; "" = not set
   bool numa_balancing_off = false;
-  bool low_latency = false;       // C-state limits (inference)
+  bool low_latency = false; // C-state limits (inference)
 };
 
 // Reads the profile's THP and NUMA-balancing knobs; inference profiles (name
@@ -30,8 +30,8 @@ struct BootOptions {
 BootOptions boot_options_for(const Profile &profile);
 
 struct BootParam {
-  std::string key;    // "nohz_full"
-  std::string value;  // "8-15"; "" for flags (nosoftlockup)
+  std::string key;   // "nohz_full"
+  std::string value; // "8-15"; "" for flags (nosoftlockup)
   std::string reason;
   [[nodiscard]] std::string str() const { return value.empty() ? key : key + "=" + value; }
 };

@@ -26,7 +26,7 @@
 
 namespace mltune {
 
-inline constexpr const char *k_feeder_cgroup = "/mltune-feeder";   // below /sys/fs/cgroup
+inline constexpr const char *k_feeder_cgroup = "/mltune-feeder"; // below /sys/fs/cgroup
 inline constexpr const char *k_feeder_state = "/run/mltune/feeder.json";
 
 struct BootIsolation {
@@ -35,17 +35,15 @@ struct BootIsolation {
   std::string isolcpus;  // isolcpus= on /proc/cmdline ("" when absent)
   std::string rcu_nocbs; // rcu_nocbs= on /proc/cmdline
   [[nodiscard]] bool domain() const { return !isolated.empty(); }
-  [[nodiscard]] bool any() const {
-    return domain() || !nohz_full.empty() || !isolcpus.empty() || !rcu_nocbs.empty();
-  }
+  [[nodiscard]] bool any() const { return domain() || !nohz_full.empty() || !isolcpus.empty() || !rcu_nocbs.empty(); }
 };
 BootIsolation read_boot_isolation(const Sysroot &root);
 
 struct MechanismChoice {
-  std::string mechanism;             // "sched_ext" or "cpuset"
+  std::string mechanism; // "sched_ext" or "cpuset"
   bool sched_ext_usable = false;
-  std::string sched_ext_refused;     // why not, when not usable
-  std::vector<std::string> reasons;  // every decision, in order
+  std::string sched_ext_refused;    // why not, when not usable
+  std::vector<std::string> reasons; // every decision, in order
 };
 // `want`: "auto", "sched_ext" or "cpuset"; Errc::input when sched_ext is
 // demanded but refused (the error says why).
@@ -59,15 +57,15 @@ struct FeederScxStats {
 
 struct FeederState {
   bool active = false;
-  std::string mechanism;          // "sched_ext" | "cpuset"
+  std::string mechanism; // "sched_ext" | "cpuset"
   CpuSet cpus;
   CpuSet housekeeping;
   std::string cgroup = k_feeder_cgroup;
-  std::string wq_cpumask_before;  // "" when not changed
-  std::vector<std::pair<int, std::string>> kthreads; // pid, affinity before
-  std::string irq_mode;           // "kmod" | "proc" | ""
+  std::string wq_cpumask_before;                         // "" when not changed
+  std::vector<std::pair<int, std::string>> kthreads;     // pid, affinity before
+  std::string irq_mode;                                  // "kmod" | "proc" | ""
   std::vector<std::pair<std::string, std::string>> irqs; // /proc/irq file, value before
-  std::string fallback;           // sched_ext ejection: exit reason, "" otherwise
+  std::string fallback;                                  // sched_ext ejection: exit reason, "" otherwise
   bool cpuset_enabled_by_us = false;
 };
 
@@ -75,12 +73,12 @@ struct FeederStatus {
   FeederState state;
   BootIsolation boot;
   MechanismChoice choice;
-  std::string scx_state;          // /sys/kernel/sched_ext/state ("" absent)
-  std::string scx_ops;            // /sys/kernel/sched_ext/root/ops
-  bool scx_attached = false;      // our scheduler is the active one
-  bool scx_built = false;         // this build has the BPF scheduler
-  FeederScxStats stats;           // valid when scx_attached
-  std::string partition;          // cpuset.cpus.partition of the cgroup
+  std::string scx_state;     // /sys/kernel/sched_ext/state ("" absent)
+  std::string scx_ops;       // /sys/kernel/sched_ext/root/ops
+  bool scx_attached = false; // our scheduler is the active one
+  bool scx_built = false;    // this build has the BPF scheduler
+  FeederScxStats stats;      // valid when scx_attached
+  std::string partition;     // cpuset.cpus.partition of the cgroup
 };
 
 bool feeder_scx_built();

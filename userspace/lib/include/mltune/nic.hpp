@@ -66,13 +66,13 @@ struct NicDevice {
   std::string name;
   std::string driver;
   int ifindex = 0;
-  int numa_node = -1;                        // -1: no affinity (root bus)
-  NicValues current;                         // every readable setting
-  std::map<std::string, std::uint64_t> max;  // "rings.rx" -> device maximum
-  std::set<std::string> fixed;               // "features.NAME" the device cannot change
-  std::set<std::string> unsupported_groups;  // "channels" when the driver has no get_channels
-  std::vector<int> irqs;                     // queue (MSI) IRQs of the device
-  std::vector<std::string> rx_queues;        // "rx-0", ...
+  int numa_node = -1;                       // -1: no affinity (root bus)
+  NicValues current;                        // every readable setting
+  std::map<std::string, std::uint64_t> max; // "rings.rx" -> device maximum
+  std::set<std::string> fixed;              // "features.NAME" the device cannot change
+  std::set<std::string> unsupported_groups; // "channels" when the driver has no get_channels
+  std::vector<int> irqs;                    // queue (MSI) IRQs of the device
+  std::vector<std::string> rx_queues;       // "rx-0", ...
 };
 
 // What talks to the kernel.  The live one uses libnl; tests use a fake.
@@ -138,8 +138,8 @@ struct NicOptions {
 // against it: "max"/"local" become numbers, feature aliases become kernel
 // feature names.  Input errors (unknown feature, value above the device's
 // maximum) are Errc::input.
-Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices,
-                         NicBackend &backend, const NicOptions &opts);
+Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices, NicBackend &backend,
+                         const NicOptions &opts);
 
 struct NicReport {
   NicPlan plan;

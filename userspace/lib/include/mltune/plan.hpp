@@ -35,37 +35,37 @@ struct PlanOptions {
 };
 
 struct GpuPlan {
-  unsigned gpu = 0;      // Topology::gpus index
+  unsigned gpu = 0; // Topology::gpus index
   std::string pci;
-  int gpu_node = -1;     // the GPU's own NUMA node (-1: not reported)
-  int cpu_node = -1;     // node its feeder cores come from
-  CpuSet feeder;         // whole physical cores
+  int gpu_node = -1; // the GPU's own NUMA node (-1: not reported)
+  int cpu_node = -1; // node its feeder cores come from
+  CpuSet feeder;     // whole physical cores
 };
 
 struct NicIrqPlan {
   std::string name;
-  int node = -1;         // NIC's node (-1: not reported)
-  CpuSet irq_cpus;       // housekeeping CPUs local to the NIC; never feeder CPUs
+  int node = -1;   // NIC's node (-1: not reported)
+  CpuSet irq_cpus; // housekeeping CPUs local to the NIC; never feeder CPUs
   std::vector<unsigned> irqs;
 };
 
 struct RankPlan {
   unsigned rank = 0;
   std::vector<unsigned> gpus;
-  std::vector<int> nodes;         // NUMA nodes its GPUs' feeder cores are on
-  CpuSet cpus;                    // feeder cores of its GPUs (taskset)
-  CpuSet worker_cpus;             // its share of worker cores for DataLoader workers
+  std::vector<int> nodes; // NUMA nodes its GPUs' feeder cores are on
+  CpuSet cpus;            // feeder cores of its GPUs (taskset)
+  CpuSet worker_cpus;     // its share of worker cores for DataLoader workers
   unsigned dataloader_workers = 0;
   unsigned omp_threads = 1;
   std::vector<std::pair<std::string, std::string>> env;
-  std::string launch;             // "numactl ... taskset ... env ... <command>"
+  std::string launch; // "numactl ... taskset ... env ... <command>"
 };
 
 struct Plan {
   CpuSet online;
   CpuSet housekeeping;
-  CpuSet feeder;                  // union of every GpuPlan::feeder
-  CpuSet workers;                 // online - housekeeping - feeder
+  CpuSet feeder;  // union of every GpuPlan::feeder
+  CpuSet workers; // online - housekeeping - feeder
   std::vector<GpuPlan> gpus;
   std::vector<NicIrqPlan> nics;
   std::vector<RankPlan> ranks;

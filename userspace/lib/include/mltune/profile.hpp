@@ -31,10 +31,10 @@ struct Knob {
 struct Profile {
   std::string name;
   std::string description;
-  std::vector<Knob> knobs;          // in apply order: included files first
-  std::vector<std::string> sources; // files merged, outermost last
+  std::vector<Knob> knobs;            // in apply order: included files first
+  std::vector<std::string> sources;   // files merged, outermost last
   std::vector<SchedRule> sched_rules; // [[sched.rule]], included files first
-  std::vector<NicRule> nic;         // [nic."GLOB"] tables, included files first
+  std::vector<NicRule> nic;           // [nic."GLOB"] tables, included files first
 
   [[nodiscard]] const Knob *find(std::string_view key) const;
 };

@@ -51,17 +51,17 @@ struct SchedAttr {
 
 // One [[sched.rule]] of a profile.
 struct SchedRule {
-  std::string name;          // unique within a profile; later files override
-  std::string thread;        // glob on the thread name (comm, 15 bytes)
-  std::string thread_regex;  // or an ECMAScript regex (full match)
-  std::string exe;           // optional glob on /proc/PID/exe
-  std::string cmdline;       // optional glob on the command line (args joined by spaces)
-  std::string cgroup;        // optional glob on the cgroup v2 path ("/user.slice/...")
-  SchedAttr attr;            // policy and parameters
-  std::string cpus;          // "", "feeder", "housekeeping" or a cpulist
+  std::string name;                  // unique within a profile; later files override
+  std::string thread;                // glob on the thread name (comm, 15 bytes)
+  std::string thread_regex;          // or an ECMAScript regex (full match)
+  std::string exe;                   // optional glob on /proc/PID/exe
+  std::string cmdline;               // optional glob on the command line (args joined by spaces)
+  std::string cgroup;                // optional glob on the cgroup v2 path ("/user.slice/...")
+  SchedAttr attr;                    // policy and parameters
+  std::string cpus;                  // "", "feeder", "housekeeping" or a cpulist
   std::optional<SchedAttr> fallback; // when DEADLINE admission refuses
   std::string reason;
-  std::string origin;        // "training.toml:12"
+  std::string origin; // "training.toml:12"
 
   [[nodiscard]] bool matches_name(std::string_view comm) const;
 };
@@ -111,12 +111,12 @@ Result<std::string> resolve_placement(const Sysroot &root, std::string_view spec
 
 // Bandwidth ledger of one root domain.
 struct RootDomain {
-  std::string name;      // "default" or the partition cgroup ("/mltune.feeder")
+  std::string name; // "default" or the partition cgroup ("/mltune.feeder")
   CpuSet cpus;
-  double limit = 0;      // CPUs x sched_rt_runtime_us / sched_rt_period_us (-1: unlimited)
-  double reserved = 0;   // kernel's own DEADLINE servers (fair server, 6.12+)
-  double used = 0;       // existing DEADLINE threads
-  double requested = 0;  // this request
+  double limit = 0;     // CPUs x sched_rt_runtime_us / sched_rt_period_us (-1: unlimited)
+  double reserved = 0;  // kernel's own DEADLINE servers (fair server, 6.12+)
+  double used = 0;      // existing DEADLINE threads
+  double requested = 0; // this request
   [[nodiscard]] bool fits() const { return limit < 0 || used + requested <= limit - reserved + 1e-9; }
   // "root domain default (CPUs 0-7): limit 8 x 950000/1000000 = 7.600 ..."
   [[nodiscard]] std::string explain() const;
@@ -136,8 +136,8 @@ struct SchedAction {
 };
 
 struct SchedOptions {
-  std::optional<int> pid;   // only this process
-  std::string feeder;       // feeder cpulist override
+  std::optional<int> pid; // only this process
+  std::string feeder;     // feeder cpulist override
   bool dry_run = false;
   // Watcher: reuse the admission ledger (bandwidth of existing DEADLINE
   // threads) for this long, updated with what this process applies, instead

@@ -22,7 +22,7 @@ namespace mltune {
 
 struct NumaNode {
   int id = 0;
-  CpuSet cpus;                // may be empty (memory-only node, e.g. GPU or CXL memory)
+  CpuSet cpus; // may be empty (memory-only node, e.g. GPU or CXL memory)
   std::uint64_t mem_total_kb = 0;
   std::vector<int> distances; // SLIT row, indexed like Topology::nodes (by position)
 };
@@ -43,15 +43,15 @@ struct Socket {
 };
 
 struct PciLocality {
-  std::string address;  // "0000:1b:00.0"
-  int numa_node = -1;   // raw sysfs value; -1 = not reported by firmware
-  CpuSet local_cpus;    // local_cpulist
+  std::string address; // "0000:1b:00.0"
+  int numa_node = -1;  // raw sysfs value; -1 = not reported by firmware
+  CpuSet local_cpus;   // local_cpulist
 };
 
 struct Gpu {
-  unsigned index = 0;   // in PCI address order (nvidia-smi's default order)
+  unsigned index = 0; // in PCI address order (nvidia-smi's default order)
   PciLocality pci;
-  std::string vendor;   // "NVIDIA", "AMD", "Intel", "Habana", "QEMU"
+  std::string vendor;                          // "NVIDIA", "AMD", "Intel", "Habana", "QEMU"
   std::string vendor_id, device_id, pci_class; // "0x10de", "0x2330", "0x030200"
 };
 
@@ -77,9 +77,9 @@ struct Topology {
   std::string cpu_vendor; // vendor_id of /proc/cpuinfo ("GenuineIntel", "AuthenticAMD")
   std::string cpu_model;
   CpuSet online;
-  std::vector<Socket> sockets;  // by id
-  std::vector<NumaNode> nodes;  // by id
-  std::vector<Core> cores;      // by first thread
+  std::vector<Socket> sockets; // by id
+  std::vector<NumaNode> nodes; // by id
+  std::vector<Core> cores;     // by first thread
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
   std::vector<Nvme> nvme;
