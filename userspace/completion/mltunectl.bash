@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist nic topology plan boot sched watch"
+	local commands="profile audit verify diff switch persist nic topology plan boot sched watch pool feeder"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -66,5 +66,12 @@ _mltunectl() {
 		esac
 		;;
 	boot) [[ -z $sub ]] && COMPREPLY=($(compgen -W "show apply verify remove" -- "$cur")) ;;
+	pool) [[ -z $sub ]] && COMPREPLY=($(compgen -W "status reserve release" -- "$cur")) ;;
+	feeder)
+		case $sub in
+		"") COMPREPLY=($(compgen -W "status on off run" -- "$cur")) ;;
+		on) COMPREPLY=($(compgen -W "--cpus --mechanism" -- "$cur")) ;;
+		esac
+		;;
 	esac
 } && complete -F _mltunectl mltunectl
