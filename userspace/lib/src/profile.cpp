@@ -158,66 +158,22 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
 
 namespace {
 
-// TOML 1.0 allows non-ASCII only inside strings and comments (bare keys and
-// whitespace are ASCII). Reject anything else before toml++ sees it: its
-// 3.3 whitespace tables reach __builtin_unreachable for some code points
-// (found by fuzz_profile_loader with U+02CF in a key), which is undefined
-// behaviour on malformed input.
-Status check_ascii_outside_strings(std::string_view t, const std::string &display) {
+// Profiles are ASCII: knob names, paths and values are, and toml++ 3.3 (in
+// Debian 12) reaches __builtin_unreachable in its Unicode whitespace tables
+// for some non-ASCII code points, also inside and after strings of invalid
+// documents (found by fuzz_profile_loader: U+02CF in a key, U+FCFF after a
+// bad token). Those tables are only consulted for non-ASCII input, so an
+// ASCII-only document never reaches them: refuse anything else up front.
+Status check_ascii(std::string_view t, const std::string &display) {
   std::size_t line = 1;
   std::size_t col0 = 0; // offset of the current line's first byte
-  auto newline_at = [&](std::size_t i) {
-    ++line;
-    col0 = i + 1;
-  };
-  // Skips a multi-line string whose opener ends before i; i ends on the last
-  // byte of the closer, which may carry up to two extra quotes.
-  auto skip_multi = [&](std::size_t &i, char q) {
-    const std::string closer(3, q);
-    for (; i < t.size(); ++i) {
-      if (t[i] == '\n') {
-        newline_at(i);
-      } else if (q == '"' && t[i] == '\\') {
-        ++i;
-        if (i < t.size() && t[i] == '\n') {
-          newline_at(i);
-        }
-      } else if (t.compare(i, 3, closer) == 0) {
-        i += 2;
-        for (int extra = 0; extra < 2 && i + 1 < t.size() && t[i + 1] == q; ++extra) {
-          ++i;
-        }
-        return;
-      }
-    }
-  };
   for (std::size_t i = 0; i < t.size(); ++i) {
-    const char c = t[i];
-    if (c == '\n') {
-      newline_at(i);
-    } else if (c == '#') {
-      while (i + 1 < t.size() && t[i + 1] != '\n') {
-        ++i;
-      }
-    } else if (c == '"' || c == '\'') {
-      if (t.compare(i, 3, std::string(3, c)) == 0) {
-        i += 3;
-        skip_multi(i, c);
-        continue;
-      }
-      // A single-line string ends at its quote or at the end of the line.
-      for (++i; i < t.size() && t[i] != c && t[i] != '\n'; ++i) {
-        if (c == '"' && t[i] == '\\' && i + 1 < t.size() && t[i + 1] != '\n') {
-          ++i;
-        }
-      }
-      if (i < t.size() && t[i] == '\n') {
-        --i; // the newline is counted by the main loop
-      }
-    } else if (static_cast<unsigned char>(c) >= 0x80) {
+    if (t[i] == '\n') {
+      ++line;
+      col0 = i + 1;
+    } else if (static_cast<unsigned char>(t[i]) >= 0x80) {
       return input_error(display + ":" + std::to_string(line) + ":" + std::to_string(i - col0 + 1) +
-                         ": non-ASCII character outside a string or comment (TOML keys and "
-                         "whitespace are ASCII)");
+                         ": non-ASCII byte; mltune profiles are ASCII");
     }
   }
   return {};
@@ -226,7 +182,7 @@ Status check_ascii_outside_strings(std::string_view t, const std::string &displa
 } // namespace
 
 Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
-  if (auto st = check_ascii_outside_strings(src.text, src.display); !st) {
+  if (auto st = check_ascii(src.text, src.display); !st) {
     return st;
   }
   toml::table doc;
