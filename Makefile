@@ -5,7 +5,8 @@
 #                   guests of every matrix kernel); ends "N passed, N failed, N skipped"
 #
 # Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
-# asan, fuzz, vm-check, lint, checkpatch, sparse, dkms-check, bench, clean.
+# asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
+# dkms-check, dkms-install, bench, clean.
 # Kernel matrix: 6.1 6.12 7.2 (scripts/kernels.sh; override the exact
 # versions with MLTUNE_KVER_6_1=..., MLTUNE_KVER_6_12=..., MLTUNE_KVER_7_2=...).
 
@@ -14,7 +15,8 @@ ROOT := $(CURDIR)
 BUILD := $(ROOT)/build
 MATRIX := 6.1 6.12 7.2
 KERNEL ?= 7.2
-CACHE := $(or $(MLTUNE_CACHE),$(XDG_CACHE_HOME),$(HOME)/.cache)/mltune
+# Same cache as scripts/kernels.sh: $MLTUNE_CACHE is the mltune directory itself.
+CACHE := $(or $(MLTUNE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/mltune)
 JOBS ?= $(shell nproc)
 # Compiler cache outside the tree: a clean clone rebuilds from it.
 export CCACHE_DIR ?= $(CACHE)/ccache
@@ -25,7 +27,7 @@ CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=cc
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
 	asan asan-build fuzz fuzz-build vm-failpaths vm-check check run lint checkpatch sparse dkms-check bench \
-	dkms-install clean $(addprefix kmod-,$(MATRIX))
+	dkms-install lint-tidy clean $(addprefix kmod-,$(MATRIX))
 
 all: build
 
