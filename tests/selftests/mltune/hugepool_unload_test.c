@@ -20,25 +20,6 @@
 #define HP	MLTUNE_HUGEPOOL_PAGE_SIZE
 #define NODE0	MLTUNE_SYSFS "/hugepool/node0"
 
-static int load(const char *params)
-{
-	const char *ko = getenv("MLTUNE_KO");
-	int fd, ret = 0;
-
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, params, 0))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static int unload(void)
-{
-	return syscall(SYS_delete_module, "mltune", O_NONBLOCK) ? -errno : 0;
-}
-
 static long node0(const char *file)
 {
 	char path[128], buf[32];
@@ -64,7 +45,7 @@ TEST(unload_refused_while_mapped)
 	close(fd);
 	p[0] = 1;
 
-	ret = unload();
+	ret = mltune_unload_module();
 	EXPECT_TRUE(ret == -EWOULDBLOCK || ret == -EBUSY)
 		TH_LOG("delete_module while mapped: %d", ret);
 	EXPECT_EQ(0, access(NODE0, F_OK));
@@ -73,20 +54,20 @@ TEST(unload_refused_while_mapped)
 	ASSERT_EQ(0, munmap(p, 2 * HP));
 	EXPECT_EQ(4, node0("free"));
 	/* The file's last reference may be dropped by a deferred fput. */
-	for (i = 0; i < 100 && (ret = unload()) != 0; i++)
+	for (i = 0; i < 100 && (ret = mltune_unload_module()) != 0; i++)
 		usleep(10000);
 	ASSERT_EQ(0, ret) TH_LOG("delete_module after munmap: %d", ret);
 	EXPECT_NE(0, access(MLTUNE_SYSFS, F_OK));
 
 	/* Load-time reservation, then back to the test bed's arguments. */
-	ASSERT_EQ(0, load("hugepool=0:8M"));
+	ASSERT_EQ(0, mltune_load_module("hugepool=0:8M"));
 	EXPECT_EQ(4, node0("reserved"));
 	EXPECT_EQ(4, node0("free"));
-	ASSERT_EQ(0, unload());
-	EXPECT_EQ(-EINVAL, load("hugepool=0:3M"));
-	EXPECT_EQ(-EINVAL, load("hugepool=99:2M"));
-	EXPECT_EQ(-EINVAL, load("hugepool=0"));
-	ASSERT_EQ(0, load(args ? args : ""));
+	ASSERT_EQ(0, mltune_unload_module());
+	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=0:3M"));
+	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=99:2M"));
+	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=0"));
+	ASSERT_EQ(0, mltune_load_module(args ? args : ""));
 }
 
 int main(int argc, char **argv)

@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../kselftest.h"
@@ -53,6 +55,29 @@ static inline int mltune_write_file(const char *path, const char *s)
 		err = -EIO;
 	close(fd);
 	return err;
+}
+
+/* Load the module from $MLTUNE_KO with @params; 0 or -errno. */
+static inline int mltune_load_module(const char *params)
+{
+	const char *ko = getenv("MLTUNE_KO");
+	int fd, ret = 0;
+
+	if (!ko)
+		return -ENOENT;
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_finit_module, fd, params, 0))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* One attempt to unload the module; 0 or -errno (-EBUSY while in use). */
+static inline int mltune_unload_module(void)
+{
+	return syscall(SYS_delete_module, "mltune", O_NONBLOCK) ? -errno : 0;
 }
 
 #endif /* MLTUNE_TEST_H */

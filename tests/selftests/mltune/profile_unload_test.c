@@ -26,29 +26,17 @@
 static struct knob orig[2 * MAX_TEST_KNOBS], want[MAX_TEST_KNOBS];
 static int norig;
 
-static int load(const char *params)
-{
-	const char *ko = getenv("MLTUNE_KO");
-	int fd, ret = 0;
-
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_finit_module, fd, params, 0))
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
 static int unload(void)
 {
 	int i;
 
 	for (i = 0; i < 100; i++) {
-		if (!syscall(SYS_delete_module, "mltune", O_NONBLOCK))
+		int ret = mltune_unload_module();
+
+		if (!ret)
 			return 0;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
+		if (ret != -EAGAIN && ret != -EWOULDBLOCK)
+			return ret;
 		usleep(10000);
 	}
 	return -EBUSY;
@@ -123,7 +111,7 @@ TEST_F_TIMEOUT(unload, restores_baseline, 60)
 	EXPECT_EQ(0, count_mismatches(orig, norig, true));
 
 	/* keep_on_unload=1: the profile stays in effect. */
-	ASSERT_EQ(0, load("keep_on_unload=1"));
+	ASSERT_EQ(0, mltune_load_module("keep_on_unload=1"));
 	ASSERT_EQ(0, switch_to("inference"));
 	ASSERT_EQ(0, switch_to("training"));
 	ASSERT_EQ(0, unload());
@@ -132,7 +120,7 @@ TEST_F_TIMEOUT(unload, restores_baseline, 60)
 	/* Put the original values back by hand, then reload. */
 	restore_by_hand();
 	EXPECT_EQ(0, count_mismatches(orig, norig, true));
-	ASSERT_EQ(0, load(""));
+	ASSERT_EQ(0, mltune_load_module(""));
 }
 
 /* About 0.2 s per cycle under TCG. */
@@ -150,17 +138,17 @@ TEST_F_TIMEOUT(unload, cycles_leak_nothing, 100)
 		if (i == WARMUP) {
 			ASSERT_EQ(0, unload());
 			before = slab_kb();
-			ASSERT_EQ(0, load(""));
+			ASSERT_EQ(0, mltune_load_module(""));
 		}
 		err |= switch_to("training");
 		err |= switch_to("inference");
 		err |= mltune_write_file(CONTROL_FILE, "+cycle");
 		ASSERT_EQ(0, unload()) TH_LOG("cycle %d", i);
-		ASSERT_EQ(0, load("")) TH_LOG("cycle %d", i);
+		ASSERT_EQ(0, mltune_load_module("")) TH_LOG("cycle %d", i);
 	}
 	ASSERT_EQ(0, unload());
 	after = slab_kb();
-	ASSERT_EQ(0, load(""));
+	ASSERT_EQ(0, mltune_load_module(""));
 	EXPECT_EQ(0, err);
 	ksft_print_msg("%d cycles in %.1f s; Slab %ld kB -> %ld kB (tolerance %d kB)\n",
 		       CYCLES, now_s() - t0, before, after, SLAB_TOLERANCE_KB);
