@@ -107,8 +107,14 @@ guest_suite() { # guest_suite SERIES
 		note "---- guest integration tests in the $s guest"
 		local bins=(--bin /usr/sbin/ethtool)
 		# test helper programs built with the unit tests (e.g. nccl_mimic)
+		# (a missing one would turn its test into a SKIP: fail instead)
 		for b in build/userspace/nccl_mimic; do
-			[ -x "$b" ] && bins+=(--bin "$ROOT/$b")
+			if [ -x "$b" ]; then
+				bins+=(--bin "$ROOT/$b")
+			else
+				note "FAIL guest helper $b was not built"
+				count 0 1 0; failed_items+=("guest-helper-$s")
+			fi
 		done
 		tests/vm/run --kernel "$s" --no-build "${bins[@]}" \
 			--file tests/guest:/tests/guest \
