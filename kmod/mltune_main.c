@@ -19,6 +19,7 @@
 
 #include "mltune.h"
 #include "mltune_compat.h"
+#include "mltune_feeder.h"
 #include "mltune_hugepool.h"
 #include "mltune_profile.h"
 
@@ -87,10 +88,16 @@ static int __init mltune_init(void)
 	if (ret)
 		goto err_misc;
 
+	ret = mltune_feeder_init();
+	if (ret)
+		goto err_profile;
+
 	pr_info("version %s (abi %d) loaded\n", MLTUNE_VERSION,
 		MLTUNE_ABI_VERSION);
 	return 0;
 
+err_profile:
+	mltune_profile_exit();
 err_misc:
 	misc_deregister(&mltune_miscdev);
 err_hugepool:
@@ -104,6 +111,7 @@ err_kobj:
 
 static void __exit mltune_exit(void)
 {
+	mltune_feeder_exit();
 	mltune_profile_exit();
 	misc_deregister(&mltune_miscdev);
 	mltune_hugepool_exit();
