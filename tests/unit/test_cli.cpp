@@ -61,6 +61,33 @@ TEST_F(Cli, HelpForEveryCommand) {
   }
 }
 
+// Only the subcommand named on the command line is registered (start-up
+// cost); every name the top-level help lists must still be reachable.
+TEST_F(Cli, EverySubcommandInTheHelpIsRegistered) {
+  const auto top = run({"--help"});
+  ASSERT_EQ(top.rc, 0);
+  const auto from = top.out.find("Subcommands:");
+  ASSERT_NE(from, std::string::npos);
+  std::istringstream lines(top.out.substr(from));
+  std::string line;
+  std::getline(lines, line);
+  int seen = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string name;
+    if (!(words >> name)) {
+      continue;
+    }
+    const auto r = run({name, "--help"});
+    EXPECT_EQ(r.rc, 0) << name << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage: mltunectl " + name), std::string::npos) << name << ":\n" << r.out;
+    ++seen;
+  }
+  EXPECT_GE(seen, 13);
+  // Global options before the subcommand, and its value, are skipped.
+  EXPECT_EQ(run({"--json", "-v", "diff", "training", "training"}).rc, 0);
+}
+
 TEST_F(Cli, ProfileListShowCheck) {
   auto r = run({"--json", "profile", "list"});
   ASSERT_EQ(r.rc, 0) << r.err;

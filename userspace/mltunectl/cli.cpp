@@ -34,6 +34,61 @@ std::string Context::default_profile() const {
   return "training";
 }
 
+namespace {
+
+using Register = void (*)(CLI::App &, Context &);
+
+struct Subcommand {
+  std::string_view name;
+  Register add;
+};
+
+// register_verify adds both "verify" and "diff"; the list holds each
+// function once, and names[] maps every top-level name to its function.
+constexpr Register k_registers[] = {register_profile, register_audit, register_verify,   register_switch,
+                                    register_persist, register_nic,   register_topology, register_plan,
+                                    register_boot,    register_sched, register_feeder,   register_pool};
+
+constexpr Subcommand k_subcommands[] = {
+    {"profile", register_profile}, {"audit", register_audit},       {"verify", register_verify},
+    {"diff", register_verify},     {"switch", register_switch},     {"persist", register_persist},
+    {"nic", register_nic},         {"topology", register_topology}, {"plan", register_plan},
+    {"boot", register_boot},       {"sched", register_sched},       {"feeder", register_feeder},
+    {"pool", register_pool},
+};
+
+// Registering every subcommand's options costs more than the work of a
+// small command (a switch is a few dozen file writes), so only the one named
+// on the command line is registered. Without one, or with --help before it,
+// all are, so that help and "unknown subcommand" errors list every one.
+void register_subcommands(CLI::App &app, Context &ctx, const std::vector<std::string> &args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &a = args[i];
+    if (a == "--sysroot") {
+      ++i; // its value
+      continue;
+    }
+    if (a == "-h" || a == "--help" || a == "--") {
+      break;
+    }
+    if (a.starts_with("-")) {
+      continue;
+    }
+    for (const auto &sc : k_subcommands) {
+      if (sc.name == a) {
+        sc.add(app, ctx);
+        return;
+      }
+    }
+    break;
+  }
+  for (Register add : k_registers) {
+    add(app, ctx);
+  }
+}
+
+} // namespace
+
 int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err) {
   Context ctx;
   ctx.out = &out;
@@ -46,18 +101,7 @@ int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &e
   app.add_flag("--json", ctx.json, "Machine-readable JSON output on stdout");
   app.add_flag("--dry-run", ctx.dry_run, "Show what would change; change nothing");
   app.add_flag("-v,--verbose", ctx.verbose, "More detail (repeatable)");
-  register_profile(app, ctx);
-  register_audit(app, ctx);
-  register_verify(app, ctx);
-  register_switch(app, ctx);
-  register_persist(app, ctx);
-  register_nic(app, ctx);
-  register_topology(app, ctx);
-  register_plan(app, ctx);
-  register_boot(app, ctx);
-  register_sched(app, ctx);
-  register_feeder(app, ctx);
-  register_pool(app, ctx);
+  register_subcommands(app, ctx, args);
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
