@@ -28,6 +28,20 @@ mkdir -p "$SNAP" "$SCRATCH/profiles/mltune-bench" "$SCRATCH/storage"
 		[ -e "$path" ] && printf '%s\t%s\n' "$path" "$value"
 	done >"$SCRATCH/knobs.tsv"
 
+# The same knobs as an mltune profile file, like the tuned profile below: the
+# like-for-like comparison (the built-in 'training' also has [nic] tables, a
+# step tuned's profile does not do; it is timed as well).
+{
+	echo 'description = "the knobs of training that exist on this host (benchmark)"'
+	for kind in sysctl sysfs; do
+		echo "[$kind]"
+		"$MLTUNECTL" --json profile show "$PROFILE" | jq -r --arg k "$kind" '.knobs[] | select(.kind == $k) |
+			"\(.path)\t\"\(.key)\" = { value = \(.value | @json), reason = \"as in training\"\(if .optional then ", optional = true" else "" end) }"' |
+			while IFS=$'\t' read -r path line; do [ -e "$path" ] && echo "$line"; done
+	done
+} >"$SCRATCH/mltune-bench.toml"
+"$MLTUNECTL" profile check "$SCRATCH/mltune-bench.toml" >/dev/null
+
 # Capture: one file per knob, the selected word for sysfs choice files.
 snapname() { echo "$SNAP/$(echo "$1" | tr / _)"; }
 while IFS=$'\t' read -r path _; do
@@ -91,7 +105,9 @@ printf 'daemon = 0\ndynamic_tuning = 0\nreapply_sysctl = 0\n' >"$SCRATCH/tuned-m
 T() { "$PY" "$HERE/timeit.py" "$REPEATS" "$SCRATCH/restore.sh" -- "$@"; }
 echo "host: $(uname -r), $(nproc) CPUs; $(wc -l <"$SCRATCH/knobs.tsv") knobs of '$PROFILE'; median of $REPEATS runs"
 
-mlt=$(T "$MLTUNECTL" switch --backend direct "$PROFILE")
+mlt=$(T "$MLTUNECTL" switch --backend direct "$SCRATCH/mltune-bench.toml")
+"$SCRATCH/restore.sh"
+mltb=$(T "$MLTUNECTL" switch --backend direct "$PROFILE")
 "$SCRATCH/restore.sh"
 "$MLTUNECTL" switch --backend direct "$PROFILE" >/dev/null
 "$MLTUNECTL" verify "$PROFILE" >/dev/null || echo "warning: node does not verify after mltunectl switch" >&2
@@ -126,5 +142,7 @@ printf '%-30s %13s %13s   %8s %8s\n' "" "wall" "cpu" "wall x" "cpu x"
 row "mltunectl switch (direct)" "$mlt"
 row "tuned one-shot (no daemon)" "$tnd" "$mlt"
 row "python loop (sysctl writes)" "$pyl" "$mlt"
+row "mltunectl switch training" "$mltb"
+row "tuned over switch training" "$tnd" "$mltb"
 row "mltunectl audit (< 20 ms)" "$aud"
 printf '%-30s %s\n' "tuned-adm verify" "$tv"

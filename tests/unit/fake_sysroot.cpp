@@ -54,6 +54,7 @@ constexpr std::pair<std::string_view, std::string_view> k_defaults[] = {
                           "Max locked memory         8388608              8388608              bytes     \n"},
     {"/proc/1/comm", "systemd\n"},
     {"/proc/812/comm", "irqbalance\n"},
+    {"/usr/sbin/irqbalance", ""},
     {"/etc/security/limits.conf", "# /etc/security/limits.conf\n"},
 };
 

@@ -1,6 +1,7 @@
 #include "fake_sysroot.hpp"
 
 #include "mltune/audit.hpp"
+#include "mltune/node.hpp"
 #include "mltune/switch.hpp"
 
 #include <filesystem>
@@ -99,4 +100,29 @@ TEST_F(Audit, CustomProfileStillChecksThpAndNuma) {
   const auto fs = audit(*p, root);
   EXPECT_EQ(find(fs, "sysfs:kernel/mm/transparent_hugepage/enabled").current, "always");
   EXPECT_EQ(find(fs, "sysctl:kernel.numa_balancing").current, "1");
+}
+
+TEST(Irqbalance, FoundByScanWhereInstalled) {
+  FakeSysroot fake; // /proc/812/comm is irqbalance, /usr/sbin/irqbalance exists
+  EXPECT_EQ(irqbalance_pid(fake.root()), 812);
+}
+
+TEST(Irqbalance, SystemdCgroupFirst) {
+  FakeSysroot fake;
+  fake.set("/proc/4242/comm", "irqbalance\n");
+  fake.set("/sys/fs/cgroup/system.slice/irqbalance.service/cgroup.procs", "4242\n");
+  EXPECT_EQ(irqbalance_pid(fake.root()), 4242);
+}
+
+TEST(Irqbalance, StaleCgroupPidIsNotTrusted) {
+  FakeSysroot fake;
+  fake.set("/proc/4242/comm", "bash\n");
+  fake.set("/sys/fs/cgroup/system.slice/irqbalance.service/cgroup.procs", "4242\n");
+  EXPECT_EQ(irqbalance_pid(fake.root()), 812); // falls back to the scan
+}
+
+TEST(Irqbalance, NotInstalledMeansNotRunning) {
+  FakeSysroot fake;
+  std::filesystem::remove(fake.dir() / "usr/sbin/irqbalance");
+  EXPECT_EQ(irqbalance_pid(fake.root()), 0);
 }

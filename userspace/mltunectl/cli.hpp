@@ -3,6 +3,7 @@
 // one line in cli.cpp.
 #pragma once
 
+#include "mltune/nic.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <iosfwd>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +49,19 @@ void register_verify(CLI::App &app, Context &ctx); // verify and diff
 void register_switch(CLI::App &app, Context &ctx);
 void register_persist(CLI::App &app, Context &ctx);
 void register_nic(CLI::App &app, Context &ctx); // nic show|diff|apply
-// The NIC step of `switch`: applies the profile's [nic] tables (no-op when
-// it has none or the sysroot is not the live node).
-Status nic_switch_step(Context &ctx, const Profile &profile, bool dry_run);
+// The NIC step of `switch`. plan() probes the NICs and plans the profile's
+// [nic] tables before any knob is written (a no-op when it has none or the
+// sysroot is not the live node; with --dry-run it prints the plan);
+// commit() then applies exactly that plan as one transaction.
+class NicSwitchStep {
+public:
+  Status plan(Context &ctx, const Profile &profile);
+  Status commit(Context &ctx);
+
+private:
+  std::unique_ptr<NicBackend> backend_;
+  std::optional<NicReport> planned_;
+};
 void register_topology(CLI::App &app, Context &ctx);
 void register_plan(CLI::App &app, Context &ctx);
 void register_boot(CLI::App &app, Context &ctx);

@@ -180,7 +180,7 @@ void run_apply(Context &ctx, const NicArgs &a, bool diff_only) {
 
 } // namespace
 
-Status nic_switch_step(Context &ctx, const Profile &profile, bool dry_run) {
+Status NicSwitchStep::plan(Context &ctx, const Profile &profile) {
   if (profile.nic.empty() || !ctx.root().is_live()) {
     return {};
   }
@@ -188,12 +188,29 @@ Status nic_switch_step(Context &ctx, const Profile &profile, bool dry_run) {
   if (!be) {
     return be.error();
   }
-  auto rep = nic_apply(profile.nic, **be, NicOptions{}, dry_run);
+  auto rep = nic_apply(profile.nic, **be, NicOptions{}, true);
   if (!rep) {
     return rep.error();
   }
-  if (!ctx.json && dry_run == ctx.dry_run) {
-    print_changes(ctx, *rep, !dry_run);
+  if (!ctx.json && ctx.dry_run) {
+    print_changes(ctx, *rep, false);
+  }
+  backend_ = std::move(*be);
+  planned_ = std::move(*rep);
+  return {};
+}
+
+Status NicSwitchStep::commit(Context &ctx) {
+  if (!planned_) {
+    return {};
+  }
+  auto rep = nic_commit(planned_->plan, *backend_, NicOptions{});
+  planned_.reset();
+  if (!rep) {
+    return rep.error();
+  }
+  if (!ctx.json) {
+    print_changes(ctx, *rep, true);
   }
   return {};
 }

@@ -102,7 +102,8 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
     return ctx.fail(plan.error());
   }
   // NIC settings are validated (planned) before any knob is written.
-  if (auto st = nic_switch_step(ctx, *p, true); !st) {
+  NicSwitchStep nic;
+  if (auto st = nic.plan(ctx, *p); !st) {
     return ctx.fail(st.error());
   }
   if (ctx.dry_run) {
@@ -112,12 +113,12 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
     }
     return;
   }
-  auto rep = backend == Backend::kernel ? switch_kernel(*p, root) : switch_direct(*p, root);
+  auto rep = backend == Backend::kernel ? switch_kernel(*p, root) : switch_direct(*p, root, *plan);
   if (!rep) {
     return ctx.fail(rep.error());
   }
   print_report(ctx, *rep);
-  if (auto st = nic_switch_step(ctx, *p, false); !st) {
+  if (auto st = nic.commit(ctx); !st) {
     Error e = st.error();
     e.message = "NIC step: " + e.message + " (the kernel knobs of '" + p->name + "' stay applied)";
     return ctx.fail(e);

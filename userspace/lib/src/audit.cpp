@@ -356,16 +356,7 @@ void audit_kernel(const Sysroot &root, std::vector<Finding> &out) {
 }
 
 void audit_irqbalance(const Sysroot &root, std::vector<Finding> &out) {
-  bool running = false;
-  for (const auto &pid : root.list_dir("/proc")) {
-    if (is_number(pid)) {
-      auto comm = root.read_value("/proc/" + pid + "/comm");
-      if (comm && *comm == "irqbalance") {
-        running = true;
-        break;
-      }
-    }
-  }
+  const bool running = irqbalance_pid(root) > 0;
   bool banned = false;
   if (auto cfg = root.read("/etc/default/irqbalance")) {
     for (const auto line : lines(*cfg)) {

@@ -62,6 +62,9 @@ Result<Baseline> load_state(const Sysroot &root) {
   if (!text) {
     return text.error();
   }
+  if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
+    return b; // left empty by a power failure: the kernel's values were reset too
+  }
   try {
     const json j = json::parse(*text);
     b.active = j.value("active", "");
@@ -74,7 +77,10 @@ Result<Baseline> load_state(const Sysroot &root) {
   return b;
 }
 
-Status save_state(const Sysroot &root, const Baseline &b, bool durable) {
+// Not fsynced (see Documentation/mltunectl.rst): the file records values of
+// the running kernel, which do not survive the power failure fsync guards
+// against; the rename still replaces it atomically.
+Status save_state(const Sysroot &root, const Baseline &b) {
   json j;
   j["version"] = 1;
   j["active"] = b.active;
@@ -82,7 +88,7 @@ Status save_state(const Sysroot &root, const Baseline &b, bool durable) {
   for (const auto &[path, value] : b.values) {
     j["baseline"].push_back({{"path", path}, {"value", value}});
   }
-  return root.write_file(k_state_file, j.dump(1) + "\n", durable);
+  return root.write_file(k_state_file, j.dump(1) + "\n", false);
 }
 
 struct Write {
@@ -127,6 +133,10 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
   if (!plan) {
     return plan.error();
   }
+  return switch_direct(profile, root, *plan);
+}
+
+Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, const SwitchPlan &plan) {
   auto state = load_state(root);
   if (!state) {
     return state.error();
@@ -134,7 +144,7 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
   std::vector<Write> writes;
   SwitchReport skipped_rep;
   const size_t known_before = state->values.size();
-  for (const auto &s : plan->steps) {
+  for (const auto &s : plan.steps) {
     if (s.action == PlanStep::Action::skip) {
       skipped_rep.skipped.push_back(s.key + ": " + s.note);
       continue;
@@ -148,22 +158,26 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
       writes.push_back({s.key, s.path, s.value, s.current, s.optional});
     }
   }
-  // Record new baseline values durably before the first write, so they
-  // survive a crash half-way through.
-  if (state->values.size() != known_before || !root.exists(k_state_file)) {
-    if (auto st = save_state(root, *state, true); !st) {
+  // New baseline values are recorded before the first write, so they
+  // survive a crash of mltunectl half-way through; the state names the profile being
+  // switched to, and a failed switch writes back the previous name.
+  const std::string previous = state->active;
+  const bool grew = state->values.size() != known_before || !root.exists(k_state_file);
+  state->active = profile.name;
+  if (grew || previous != profile.name) {
+    if (auto st = save_state(root, *state); !st) {
       return st.error();
     }
   }
   auto rep = transact(profile.name, writes, root);
   if (!rep) {
+    if (previous != profile.name) {
+      state->active = previous;
+      (void)save_state(root, *state);
+    }
     return rep;
   }
   rep->skipped.insert(rep->skipped.begin(), skipped_rep.skipped.begin(), skipped_rep.skipped.end());
-  state->active = profile.name;
-  if (auto st = save_state(root, *state, false); !st) {
-    return st.error();
-  }
   return rep;
 }
 

@@ -1,6 +1,7 @@
 // The live NIC backend: ethtool generic netlink and rtnetlink through libnl,
 // queue IRQs and RPS through the sysroot.
 #include "mltune/nic.hpp"
+#include "mltune/node.hpp"
 
 #include <linux/ethtool.h>
 #include <linux/ethtool_netlink.h>
@@ -15,6 +16,7 @@
 #include <csignal>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <sys/socket.h>
 #include <tuple>
@@ -570,16 +572,10 @@ public:
   }
 
   int irqbalance_pid() override {
-    for (const auto &e : root_.list_dir("/proc")) {
-      std::uint64_t pid = 0;
-      if (!parse_num(e, pid)) {
-        continue;
-      }
-      if (auto comm = root_.read_value("/proc/" + e + "/comm"); comm && *comm == "irqbalance") {
-        return static_cast<int>(pid);
-      }
+    if (!irqbalance_pid_) { // asked by the plan and again by the apply
+      irqbalance_pid_ = mltune::irqbalance_pid(root_);
     }
-    return 0;
+    return *irqbalance_pid_;
   }
 
   Result<std::string> irqbalance(const std::string &mode, const std::vector<unsigned> &banned,
@@ -787,6 +783,7 @@ private:
 
   Sysroot root_;
   std::vector<unsigned> feeders_;
+  std::optional<int> irqbalance_pid_;
   SockPtr genl_;
   SockPtr rtnl_;
   int family_ = -1;

@@ -523,13 +523,22 @@ Result<NicReport> nic_apply(const std::vector<NicRule> &rules, NicBackend &backe
   if (!plan) {
     return plan.error();
   }
-  NicReport rep;
-  rep.plan = *plan;
-  rep.skipped = plan->skipped;
-  rep.notes = plan->notes;
   if (dry_run) {
+    NicReport rep;
+    rep.skipped = plan->skipped;
+    rep.notes = plan->notes;
+    rep.plan = std::move(*plan);
     return rep;
   }
+  return nic_commit(*plan, backend, opts);
+}
+
+Result<NicReport> nic_commit(const NicPlan &planned, NicBackend &backend, const NicOptions &opts) {
+  NicReport rep;
+  rep.plan = planned;
+  rep.skipped = planned.skipped;
+  rep.notes = planned.notes;
+  const NicPlan *plan = &rep.plan;
 
   struct Step {
     std::string ifname, group;

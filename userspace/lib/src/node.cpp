@@ -1,5 +1,6 @@
 #include "mltune/node.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -66,6 +67,51 @@ Result<KernelVersion> kernel_version(const Sysroot &root) {
     return failure("/proc/sys/kernel/osrelease: cannot parse '" + v.release + "'");
   }
   return v;
+}
+
+namespace {
+
+bool is_pid(std::string_view s) {
+  return !s.empty() && s.size() < 12 && s.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+bool is_irqbalance(const Sysroot &root, std::string_view pid) {
+  if (!is_pid(pid)) {
+    return false;
+  }
+  auto comm = root.read_value("/proc/" + std::string(pid) + "/comm");
+  return comm && *comm == "irqbalance";
+}
+
+} // namespace
+
+int irqbalance_pid(const Sysroot &root) {
+  if (auto procs = root.read("/sys/fs/cgroup/system.slice/irqbalance.service/cgroup.procs")) {
+    size_t pos = 0;
+    while (pos < procs->size()) {
+      const size_t end = std::min(procs->find('\n', pos), procs->size());
+      const std::string_view pid(procs->data() + pos, end - pos);
+      if (is_irqbalance(root, pid)) {
+        return std::stoi(std::string(pid));
+      }
+      pos = end + 1;
+    }
+  }
+  static constexpr std::string_view k_programs[] = {"/usr/sbin/irqbalance", "/sbin/irqbalance",
+                                                    "/usr/local/sbin/irqbalance", "/usr/bin/irqbalance"};
+  bool installed = false;
+  for (const auto p : k_programs) {
+    installed = installed || root.exists(p);
+  }
+  if (!installed) {
+    return 0;
+  }
+  for (const auto &pid : root.list_dir("/proc")) {
+    if (is_irqbalance(root, pid)) {
+      return std::stoi(pid);
+    }
+  }
+  return 0;
 }
 
 } // namespace mltune

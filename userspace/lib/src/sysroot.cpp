@@ -37,10 +37,14 @@ private:
 };
 
 bool has_dotdot(std::string_view p) {
-  for (const auto &part : fs::path(p)) {
-    if (part == "..") {
+  // A component-wise scan: "a/../b" and "/.." are refused, "a..b" is not.
+  size_t pos = 0;
+  while (pos <= p.size()) {
+    const size_t end = std::min(p.find('/', pos), p.size());
+    if (p.substr(pos, end - pos) == "..") {
       return true;
     }
+    pos = end + 1;
   }
   return false;
 }
@@ -51,6 +55,20 @@ Sysroot::Sysroot(fs::path root) : root_(std::move(root)) {
   if (root_.empty()) {
     root_ = "/";
   }
+  prefix_ = root_.string();
+  while (!prefix_.empty() && prefix_.back() == '/') {
+    prefix_.pop_back();
+  }
+}
+
+std::string Sysroot::host_path(std::string_view abs) const {
+  while (!abs.empty() && abs.front() == '/') {
+    abs.remove_prefix(1);
+  }
+  std::string out;
+  out.reserve(prefix_.size() + 1 + abs.size());
+  out.append(prefix_).append("/").append(abs);
+  return out;
 }
 
 fs::path Sysroot::path(std::string_view abs) const {
@@ -75,7 +93,7 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
-  const Fd fd(::open(path(abs).c_str(), O_RDONLY | O_CLOEXEC));
+  const Fd fd(::open(host_path(abs).c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
@@ -115,7 +133,7 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
   if (auto it = faults_.find(abs); it != faults_.end()) {
     return sys_error(std::string(abs) + ": write", it->second);
   }
-  const Fd fd(::open(path(abs).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  const Fd fd(::open(host_path(abs).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
@@ -184,7 +202,7 @@ Status Sysroot::remove_file(std::string_view abs) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
-  if (::unlink(path(abs).c_str()) != 0 && errno != ENOENT) {
+  if (::unlink(host_path(abs).c_str()) != 0 && errno != ENOENT) {
     return sys_error(std::string(abs) + ": unlink", errno);
   }
   return {};

@@ -153,6 +153,9 @@ struct NicReport {
 // and the error names the device, the setting and the kernel's message.
 Result<NicReport> nic_apply(const std::vector<NicRule> &rules, NicBackend &backend, const NicOptions &opts,
                             bool dry_run);
+// Applies a plan made by nic_plan (or a dry-run nic_apply) as one
+// transaction: the `from` values of its changes are what a failure restores.
+Result<NicReport> nic_commit(const NicPlan &plan, NicBackend &backend, const NicOptions &opts);
 // Probes the devices selected by `only` ("" = all).
 Result<std::vector<NicDevice>> nic_probe_all(NicBackend &backend, const std::string &only);
 

@@ -56,6 +56,9 @@ Backend choose_backend(const Sysroot &root, Backend wanted);
 // The direct backend.  On failure nothing stays changed; the error names the
 // knob and carries its errno.
 Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root);
+// The same with the plan make_plan() made for `profile` just before (its
+// current values are the ones captured for the rollback).
+Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, const SwitchPlan &plan);
 Result<SwitchReport> restore_baseline_direct(const Sysroot &root);
 // The direct backend's recorded baseline: (path, value before mltune) pairs;
 // empty when the node was never switched by the direct backend.

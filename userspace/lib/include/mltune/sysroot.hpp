@@ -45,7 +45,11 @@ public:
   void inject_write_failure(std::string abs, int err) { faults_[std::move(abs)] = err; }
 
 private:
+  // path(abs) as a plain string, for the hot open(2) paths.
+  [[nodiscard]] std::string host_path(std::string_view abs) const;
+
   std::filesystem::path root_;
+  std::string prefix_; // root_ without a trailing '/'; empty for "/"
   std::map<std::string, int, std::less<>> faults_;
 };
 
