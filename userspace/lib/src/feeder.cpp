@@ -358,7 +358,7 @@ Status steer_irqs(const Sysroot &root, FeederState &s) {
 
 void restore_irqs(const Sysroot &root, FeederState &s) {
   if (s.irq_mode == "kmod") {
-    (void)root.write_value(k_kmod_feeder, "");
+    (void)root.write_value(k_kmod_feeder, "\n"); // sysfs drops empty writes
   }
   for (auto it = s.irqs.rbegin(); it != s.irqs.rend(); ++it) {
     (void)root.write_value(it->first, it->second);
