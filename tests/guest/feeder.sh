@@ -2,15 +2,19 @@
 # GPU-feeder cores (Documentation/feeder.rst): with a busy loop on every CPU,
 # sampling every runnable task's CPU for 10 s finds no non-feeder task on a
 # feeder CPU and no feeder task elsewhere; movable IRQs leave the feeder CPUs
-# and come back exactly.  On 7.2 (sched_ext): the scheduler's foreign counter
-# stays 0, a mask change takes effect within 100 ms, and an injected error
-# leads to the cpuset fallback reported by `feeder status`.
+# and come back exactly.  A mask change (2-3 -> 6-7, with either mechanism)
+# takes effect within 100 ms and takes IRQs, movable kthreads and the unbound
+# workqueue cpumask off the new CPUs (giving the old ones back); `feeder off`
+# after it still restores every affinity exactly.  On 7.2 (sched_ext): the
+# scheduler's foreign counter stays 0, the scheduler stays attached after the
+# CLI exits, and an injected error leads to the cpuset fallback reported by
+# `feeder status`.
 . "$(dirname "$0")/lib.sh"
 CTL=${MLTUNECTL:-/usr/sbin/mltunectl}
 FEEDER=2-3
 SECS=${FEEDER_SAMPLE_SECS:-10}
 CG=/sys/fs/cgroup/mltune-feeder
-t_plan 9
+t_plan 13
 
 [ -x "$CTL" ] || { t_diag "mltunectl missing"; exit 4; }
 PIDS=""
@@ -48,24 +52,54 @@ load_on() {
 load_off() { for p in $PIDS; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; PIDS=""; }
 
 irq_snapshot() { for f in /proc/irq/*/smp_affinity_list; do echo "$f $(cat "$f")"; done; cat /proc/irq/default_smp_affinity; }
+# Movable kthreads (not per-CPU, not PF_NO_SETAFFINITY): "pid comm cpulist".
+# kworkers are left out: the kernel rebinds them with the workqueue cpumask.
+kthread_snapshot() {
+	for d in /proc/[0-9]*; do
+		set -- $(sed 's/^.*) //' "$d/stat" 2>/dev/null); [ $# -gt 7 ] || continue
+		[ $(( $7 & 0x00200000 )) != 0 ] && [ $(( $7 & 0x04000000 )) = 0 ] || continue
+		c=$(cat "$d/comm" 2>/dev/null); case $c in kworker/*) continue ;; esac
+		echo "${d#/proc/} $c $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$d/status" 2>/dev/null)"
+	done
+}
+wq_mask() { cat /sys/devices/virtual/workqueue/cpumask 2>/dev/null || echo none; }
+# in_range CPULIST LO HI: does CPULIST include a CPU in LO..HI?
+in_range() {
+	awk -v a="$1" -v lo="$2" -v hi="$3" 'BEGIN { n = split(a, r, ","); for (i = 1; i <= n; i++) {
+		split(r[i], b, "-"); if (b[2] == "") b[2] = b[1];
+		if (b[1] <= hi && b[2] >= lo) exit 0 } exit 1 }'
+}
+# movable_irqs_on LO HI: the IRQ files whose affinity includes a CPU in LO..HI
+# and that accept a move elsewhere (an IRQ that refuses a move is not movable).
+movable_irqs_on() {
+	for f in /proc/irq/*/smp_affinity_list; do
+		a=$(cat "$f")
+		in_range "$a" "$1" "$2" || continue
+		if echo 0 > "$f" 2>/dev/null; then echo "$f=$a"; echo "$a" > "$f"; fi
+	done
+}
+# movable_kthreads_on LO HI: movable kthreads allowed on a CPU in LO..HI
+# (single-CPU affinities are someone's choice and left alone).
+movable_kthreads_on() {
+	kthread_snapshot | while read -r pid comm cpus; do
+		case $cpus in *,* | *-*) in_range "$cpus" "$1" "$2" && echo "$pid:$comm:$cpus" ;; esac
+	done
+}
+# hex_has MASK BIT: is BIT set in the sysfs cpumask MASK (up to 32 CPUs)?
+hex_has() { [ $(( 0x${1##*,} >> $2 & 1 )) = 1 ]; }
 
 irq_snapshot > /tmp/irq.before
+kthread_snapshot > /tmp/kthreads.before
+wq_before=$(wq_mask)
 mech=cpuset; [ -e /sys/kernel/sched_ext/state ] && mech=sched_ext
 t_check "feeder on ($mech)" "$CTL" feeder on --cpus $FEEDER
 "$CTL" feeder status | sed 's/^/# /'
 t_check "mechanism is $mech" sh -c "$CTL feeder status | grep -q '^mechanism: $mech'"
 
 # No movable IRQ on a feeder CPU: an IRQ still there must refuse a move.
-bad=""
-for f in /proc/irq/*/smp_affinity_list; do
-	a=$(cat "$f")
-	if awk -v a="$a" 'BEGIN { n = split(a, r, ","); for (i = 1; i <= n; i++) {
-		split(r[i], b, "-"); if (b[2] == "") b[2] = b[1];
-		if (b[1] <= 3 && b[2] >= 2) exit 0 } exit 1 }'; then
-		if echo 0 > "$f" 2>/dev/null; then bad="$bad $f"; echo "$a" > "$f"; fi
-	fi
-done
-t_check "no movable IRQ on feeder CPUs" test -z "$bad"
+bad=$(movable_irqs_on 2 3)
+t_check "no movable IRQ on feeder CPUs 2-3" test -z "$bad"
+[ -z "$bad" ] || t_diag "movable on 2-3: $bad"
 
 load_on
 set -- $(sample "2 3")
@@ -75,24 +109,57 @@ t_check "zero tasks of the wrong kind on the wrong CPUs ($2 samples)" test "$1" 
 if [ "$mech" = sched_ext ]; then
 	foreign=$("$CTL" feeder status | sed -n 's/.*foreign=\([0-9]*\).*/\1/p')
 	t_check "sched_ext foreign dispatches = 0 (got $foreign)" test "$foreign" = 0
-	# Mask change in place: 2-3 -> 6-7, checked 100 ms later.
-	"$CTL" feeder on --cpus 6-7 >/dev/null
-	usleep 100000
-	SECS=1; set -- $(sample "6 7")
-	t_check "mask change effective within 100 ms ($1 violations)" test "$1" = 0
+else
+	t_skip "sched_ext foreign counter (no sched_ext on $MLTUNE_VM_KERNEL)"
+fi
+
+# Mask change in place, 2-3 -> 6-7, checked 100 ms after the CLI returned.
+# Everything follows: IRQs, movable kthreads and the unbound workqueue
+# cpumask leave 6-7 and may use 2-3 again.
+"$CTL" feeder on --cpus 6-7 >/tmp/change.out 2>&1 || { t_diag "feeder on --cpus 6-7 failed:"; sed 's/^/# /' /tmp/change.out; }
+usleep 100000
+SECS=1; set -- $(sample "6 7")
+t_check "$mech: mask change 2-3 -> 6-7 effective within 100 ms ($1 violations in $2 samples)" test "$1" = 0 -a "$2" -ge 1
+"$CTL" feeder status > /tmp/status.after
+grep -E '^(mechanism|cpus|housekeeping|irqs|kthreads moved|partition):' /tmp/status.after | sed 's/^/# /'
+want_part=. part_name=""
+[ "$mech" = cpuset ] && want_part='^partition: root$' part_name=", partition root"
+t_check "status after the mask change: cpus 6-7, housekeeping 0-5$part_name" \
+	sh -c "grep -q '^cpus: 6-7$' /tmp/status.after && grep -q '^housekeeping: 0-5$' /tmp/status.after &&
+		grep -q '$want_part' /tmp/status.after"
+bad=$(movable_irqs_on 6 7)
+def=$(cat /proc/irq/default_smp_affinity)
+ok_def=0
+hex_has "$def" 2 && hex_has "$def" 3 && ! hex_has "$def" 6 && ! hex_has "$def" 7 && ok_def=1
+t_check "after the mask change: no movable IRQ on 6-7, default affinity $def has 2-3 back and not 6-7" \
+	test -z "$bad" -a "$ok_def" = 1
+[ -z "$bad" ] || t_diag "movable on 6-7: $bad"
+kbad=$(movable_kthreads_on 6 7 | tr '\n' ' ')
+wq=$(wq_mask)
+ok_wq=1
+if [ "$wq" != none ]; then hex_has "$wq" 6 || hex_has "$wq" 7 || ! hex_has "$wq" 2 && ok_wq=0; fi
+t_check "after the mask change: no movable kthread on 6-7, workqueue cpumask $wq without 6-7 ($kbad)" \
+	test -z "$kbad" -a "$ok_wq" = 1
+
+if [ "$mech" = sched_ext ]; then
 	t_check "still sched_ext after the CLI exited" sh -c "$CTL feeder status | grep -q 'mltune_feeder attached'"
 	"$CTL" feeder inject-error
 	sleep 2
 	"$CTL" feeder status | sed 's/^/# /'
 	t_check "injected error: cpuset fallback reported" sh -c "$CTL feeder status | grep -q '^fallback: cpuset partition after sched_ext ejection: scheduler error'"
 else
-	t_skip "sched_ext foreign counter (no sched_ext on $MLTUNE_VM_KERNEL)"
-	t_skip "sched_ext mask change"
-	t_skip "sched_ext stays attached"
-	t_skip "sched_ext ejection fallback"
+	t_skip "sched_ext stays attached (no sched_ext on $MLTUNE_VM_KERNEL)"
+	t_skip "sched_ext ejection fallback (no sched_ext on $MLTUNE_VM_KERNEL)"
 fi
 load_off
 "$CTL" feeder off
 irq_snapshot > /tmp/irq.after
-t_check "feeder off restores every IRQ affinity exactly" cmp /tmp/irq.before /tmp/irq.after
+t_check "feeder off after the mask change restores every IRQ affinity exactly" diff /tmp/irq.before /tmp/irq.after
+kthread_snapshot > /tmp/kthreads.after
+# kthreads present both times (some come and go meanwhile)
+kdiff=$(awk 'NR == FNR { b[$1 " " $2] = $3; next } ($1 " " $2) in b && b[$1 " " $2] != $3 { print $1 ":" $2 ":" b[$1 " " $2] "->" $3 }' \
+	/tmp/kthreads.before /tmp/kthreads.after | tr '\n' ' ')
+wq_after=$(wq_mask)
+t_check "feeder off restores kthread affinities and the workqueue cpumask ($wq_before) exactly ($kdiff)" \
+	test -z "$kdiff" -a "$wq_before" = "$wq_after"
 t_done

@@ -367,6 +367,31 @@ void restore_irqs(const Sysroot &root, FeederState &s) {
   s.irq_mode.clear();
 }
 
+// Housekeeping for s.cpus, in this order: IRQs, the unbound workqueue
+// cpumask, movable kthreads.  What changed is recorded in s.
+Status apply_housekeeping(const Sysroot &root, FeederState &s) {
+  if (auto st = steer_irqs(root, s); !st) {
+    return st;
+  }
+  if (auto st = move_workqueues(root, s); !st) {
+    return st;
+  }
+  move_kthreads(root, s);
+  return {};
+}
+
+// Undoes apply_housekeeping() exactly, in reverse order.  With the cpuset
+// mechanism the partition must be gone first: a kthread restored to CPUs a
+// partition still holds would get only the rest.
+void release_housekeeping(const Sysroot &root, FeederState &s) {
+  restore_kthreads(s);
+  if (!s.wq_cpumask_before.empty()) {
+    (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
+    s.wq_cpumask_before.clear();
+  }
+  restore_irqs(root, s);
+}
+
 // ---- sched_ext --------------------------------------------------------------
 
 #ifdef MLTUNE_HAVE_SCX
@@ -515,6 +540,59 @@ void start_watcher() {
   }
   ::execl("/proc/self/exe", "mltunectl", "feeder", "watch", static_cast<char *>(nullptr));
   ::_exit(127);
+}
+
+// Runtime change of the feeder CPUs ('feeder on --cpus NEW' while on).
+// sched_ext: the scheduler's map is rewritten first, in place (no reload;
+// busy CPUs notice at their next tick).  cpuset: the partition is dissolved
+// and made again on the new CPUs after the housekeeping moved (see
+// release_housekeeping() for why it cannot simply move).  The housekeeping
+// taken for the old CPUs is given back to the originals recorded at the
+// first 'feeder on' and taken again for the new CPUs, so IRQs, kthreads and
+// the workqueue mask follow the new set and 'feeder off' still restores
+// exactly what was there before.  On failure the old CPUs are taken back and
+// the error says so.
+Result<FeederState> change_cpus(const Sysroot &root, const FeederState &s, const CpuSet &cpus, const CpuSet &hk) {
+  const bool scx = s.mechanism == "sched_ext";
+  FeederState n = s;
+  n.cpus = cpus;
+  n.housekeeping = hk;
+  if (scx) {
+    if (auto st = scx_attach(root, n, true); !st) {
+      return st.error(); // nothing changed
+    }
+  } else {
+    remove_partition(root, n);
+  }
+  release_housekeeping(root, n);
+  Status st = apply_housekeeping(root, n);
+  if (st && !scx) {
+    st = make_partition(root, n);
+  }
+  if (st) {
+    if (auto sv = save_state(root, n); !sv) {
+      return sv.error();
+    }
+    return n;
+  }
+  // Take the old CPUs back.
+  if (!scx) {
+    remove_partition(root, n);
+  }
+  release_housekeeping(root, n);
+  FeederState o = n;
+  o.cpus = s.cpus;
+  o.housekeeping = s.housekeeping;
+  Status back = apply_housekeeping(root, o);
+  if (back) {
+    back = scx ? scx_attach(root, o, true) : make_partition(root, o);
+  }
+  (void)save_state(root, o);
+  std::string msg =
+      "changing the feeder CPUs from " + s.cpus.str() + " to " + cpus.str() + " failed: " + st.error().message;
+  msg += back ? " (CPUs " + s.cpus.str() + " kept)"
+              : "; taking CPUs " + s.cpus.str() + " back also failed: " + back.error().message;
+  return Error{st.error().kind, msg, st.error().sys_errno};
 }
 
 } // namespace
@@ -677,23 +755,18 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
     return input_error("feeder CPUs " + cpus.str() + " would leave no housekeeping CPU");
   }
   FeederState s = load_state(root);
+  if (s.active && s.mechanism == "sched_ext" && root.is_live()) {
+    (void)feeder_check(root); // an ejected scheduler: the cpuset fallback first
+    s = load_state(root);
+  }
   if (s.active) {
-    if (s.mechanism == "sched_ext" && s.cpus != cpus && scx_is_ours(root)) {
-      // Runtime mask change: the map only, no reload.
-      FeederState n = s;
-      n.cpus = cpus;
-      if (auto st = scx_attach(root, n, true); !st) {
-        return st.error();
-      }
-      s.cpus = cpus;
-      (void)save_state(root, s);
-      return s;
+    if (want != "auto" && want != s.mechanism) {
+      return input_error("feeder is on with " + s.mechanism + "; run 'mltunectl feeder off' before asking for " + want);
     }
     if (s.cpus == cpus) {
       return s;
     }
-    return input_error("feeder is already on with CPUs " + s.cpus.str() + " (" + s.mechanism +
-                       "); run 'mltunectl feeder off' first");
+    return change_cpus(root, s, cpus, hk);
   }
   auto ch = choose_mechanism(root, read_boot_isolation(root), want);
   if (!ch) {
@@ -708,21 +781,13 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
     return st.error();
   }
   auto undo = [&](const Error &e) -> Error {
-    restore_irqs(root, s);
-    restore_kthreads(s);
-    if (!s.wq_cpumask_before.empty()) {
-      (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
-    }
     remove_partition(root, s);
+    release_housekeeping(root, s);
     return e;
   };
-  if (auto st = steer_irqs(root, s); !st) {
+  if (auto st = apply_housekeeping(root, s); !st) {
     return undo(st.error());
   }
-  if (auto st = move_workqueues(root, s); !st) {
-    return undo(st.error());
-  }
-  move_kthreads(root, s);
   if (s.mechanism == "sched_ext") {
     if (auto st = scx_attach(root, s, false); !st) {
       return undo(st.error());
@@ -749,11 +814,7 @@ Status feeder_off(const Sysroot &root) {
   }
   scx_detach();
   remove_partition(root, s);
-  restore_kthreads(s);
-  if (!s.wq_cpumask_before.empty()) {
-    (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
-  }
-  restore_irqs(root, s);
+  release_housekeeping(root, s);
   // Feeder tasks still running stay in the cgroup; rmdir fails then (EBUSY).
   (void)::rmdir(root.path(cg(s.cgroup)).c_str());
   if (s.cpuset_enabled_by_us) {

@@ -83,8 +83,12 @@ struct FeederStatus {
 
 bool feeder_scx_built();
 Result<FeederStatus> feeder_status(const Sysroot &root);
-// Applies; when already active with sched_ext and the CPUs change, updates
-// the scheduler's map in place (no reload).
+// Applies.  When already on with other CPUs, changes them at runtime with
+// either mechanism: IRQs, kthreads and the workqueue mask follow the new CPUs
+// (released to the recorded originals first, so feeder_off() stays exact);
+// sched_ext rewrites the scheduler's map in place (no reload), cpuset makes
+// the partition again on the new CPUs.  Asking for another mechanism while on
+// is an input error.
 Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
                               const std::string &want = "auto");
 Status feeder_off(const Sysroot &root);
