@@ -89,6 +89,10 @@ nlohmann::json to_json(const FeederState &s) {
   for (const auto &[f, v] : s.irqs) {
     irqs.push_back({{"file", f}, {"before", v}});
   }
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto &[pid, aff] : s.kthreads_kept) {
+    kept.push_back({{"pid", pid}, {"cpus", aff}});
+  }
   return {{"version", 1},
           {"active", s.active},
           {"mechanism", s.mechanism},
@@ -97,6 +101,7 @@ nlohmann::json to_json(const FeederState &s) {
           {"cgroup", s.cgroup},
           {"wq_cpumask_before", s.wq_cpumask_before},
           {"kthreads", k},
+          {"kthreads_kept", kept},
           {"irq_mode", s.irq_mode},
           {"irqs", irqs},
           {"fallback", s.fallback},
@@ -117,6 +122,9 @@ FeederState from_json(const nlohmann::json &j) {
   s.wq_cpumask_before = j.value("wq_cpumask_before", "");
   for (const auto &k : j.value("kthreads", nlohmann::json::array())) {
     s.kthreads.emplace_back(k.value("pid", 0), k.value("cpus", ""));
+  }
+  for (const auto &k : j.value("kthreads_kept", nlohmann::json::array())) {
+    s.kthreads_kept.emplace_back(k.value("pid", 0), k.value("cpus", ""));
   }
   s.irq_mode = j.value("irq_mode", "");
   for (const auto &i : j.value("irqs", nlohmann::json::array())) {
@@ -177,6 +185,8 @@ Result<bool> enable_cpuset_controller(const Sysroot &root) {
   return true;
 }
 
+void reassert_kthreads(const FeederState &s);
+
 Status make_partition(const Sysroot &root, FeederState &s) {
   auto en = enable_cpuset_controller(root);
   if (!en) {
@@ -195,6 +205,7 @@ Status make_partition(const Sysroot &root, FeederState &s) {
     (void)root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "member");
     return failure(cg(s.cgroup, "cpuset.cpus.partition") + ": " + trim(got));
   }
+  reassert_kthreads(s); // the kernel just reset the root cpuset's kthreads
   return {};
 }
 
@@ -267,33 +278,71 @@ bool set_affinity(int pid, const CpuSet &s) {
   return ::sched_setaffinity(pid, sizeof(set), &set) == 0;
 }
 
-// Movable kthreads (rcuo*, unbound kworkers, ...) off the feeder CPUs.
+// Where a kthread whose affinity was `aff` belongs while s.cpus are feeder
+// CPUs: off them when it may run elsewhere; a single feeder CPU is someone's
+// choice and left to the kernel (empty result).
+CpuSet kthread_target(const CpuSet &aff, const FeederState &s) {
+  if (!aff.intersects(s.cpus)) {
+    return aff;
+  }
+  if (aff.count() <= 1) {
+    return {};
+  }
+  CpuSet to = aff & s.housekeeping;
+  return to.empty() ? s.housekeeping : to;
+}
+
+void set_if_differs(int pid, const CpuSet &want) {
+  CpuSet cur;
+  if (!want.empty() && get_affinity(pid, cur) && cur != want) {
+    (void)set_affinity(pid, want);
+  }
+}
+
+// Movable kthreads (rcuo*, unbound kworkers, ...) off the feeder CPUs.  Every
+// other kthread whose affinity can be set is recorded too (kthreads_kept): a
+// cpuset partition change resets the affinity of every task of the root
+// cpuset that has no user-set mask (per-CPU kthreads aside), so kthreads the
+// kernel placed itself (kswapdN on its node, IRQ threads) would lose theirs.
 void move_kthreads(const Sysroot &root, FeederState &s) {
   if (!root.is_live()) {
     return;
   }
   for (const auto &t : kthreads(root)) {
     CpuSet aff;
-    if ((t.flags & k_pf_no_setaffinity) || !get_affinity(t.pid, aff) || aff.count() <= 1 || !aff.intersects(s.cpus)) {
+    if ((t.flags & k_pf_no_setaffinity) || !get_affinity(t.pid, aff)) {
       continue;
     }
-    CpuSet to = aff & s.housekeeping;
-    if (to.empty()) {
-      to = s.housekeeping;
-    }
-    if (set_affinity(t.pid, to)) {
+    if (aff.count() <= 1 || !aff.intersects(s.cpus)) {
+      s.kthreads_kept.emplace_back(t.pid, aff.str());
+    } else if (set_affinity(t.pid, kthread_target(aff, s))) {
       s.kthreads.emplace_back(t.pid, aff.str());
     }
   }
 }
 
+// After a cpuset partition was made: every recorded kthread back where
+// feeder wants it.
+void reassert_kthreads(const FeederState &s) {
+  for (const auto *list : {&s.kthreads, &s.kthreads_kept}) {
+    for (const auto &[pid, aff] : *list) {
+      if (auto c = parse_cpuset(aff)) {
+        set_if_differs(pid, kthread_target(*c, s));
+      }
+    }
+  }
+}
+
 void restore_kthreads(FeederState &s) {
-  for (const auto &[pid, aff] : s.kthreads) {
-    if (auto c = parse_cpuset(aff)) {
-      (void)set_affinity(pid, *c);
+  for (const auto *list : {&s.kthreads, &s.kthreads_kept}) {
+    for (const auto &[pid, aff] : *list) {
+      if (auto c = parse_cpuset(aff)) {
+        set_if_differs(pid, *c);
+      }
     }
   }
   s.kthreads.clear();
+  s.kthreads_kept.clear();
 }
 
 Status move_workqueues(const Sysroot &root, FeederState &s) {

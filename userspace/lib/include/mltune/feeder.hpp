@@ -61,11 +61,12 @@ struct FeederState {
   CpuSet cpus;
   CpuSet housekeeping;
   std::string cgroup = k_feeder_cgroup;
-  std::string wq_cpumask_before;                         // "" when not changed
-  std::vector<std::pair<int, std::string>> kthreads;     // pid, affinity before
-  std::string irq_mode;                                  // "kmod" | "proc" | ""
-  std::vector<std::pair<std::string, std::string>> irqs; // /proc/irq file, value before
-  std::string fallback;                                  // sched_ext ejection: exit reason, "" otherwise
+  std::string wq_cpumask_before;                          // "" when not changed
+  std::vector<std::pair<int, std::string>> kthreads;      // pid, affinity before (moved)
+  std::vector<std::pair<int, std::string>> kthreads_kept; // pid, affinity (not moved; restored after partitions)
+  std::string irq_mode;                                   // "kmod" | "proc" | ""
+  std::vector<std::pair<std::string, std::string>> irqs;  // /proc/irq file, value before
+  std::string fallback;                                   // sched_ext ejection: exit reason, "" otherwise
   bool cpuset_enabled_by_us = false;
 };
 
