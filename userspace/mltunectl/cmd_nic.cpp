@@ -219,7 +219,7 @@ void register_nic(CLI::App &app, Context &ctx) {
   auto *nic = app.add_subcommand("nic", "NIC rings, channels, coalescing, offloads, queue IRQs and RPS/RFS");
   nic->require_subcommand(1);
   auto args = std::make_shared<NicArgs>();
-  auto add_common = [&](CLI::App *c, bool profile) {
+  auto add_common = [args](CLI::App *c, bool profile) {
     c->add_option("iface", args->iface, "Only this interface");
     c->add_option("--feeder", args->feeders, "GPU-feeder CPUs to keep NIC IRQs and RPS off (cpulist)")
         ->type_name("CPULIST");
@@ -229,16 +229,20 @@ void register_nic(CLI::App &app, Context &ctx) {
           ->type_name("SETTING");
     }
   };
+  // Each subcommand's options are added when it is the one being parsed
+  // (CLI11's pre-parse callback), which keeps `nic apply` start-up small.
   auto *show = nic->add_subcommand("show", "Show every NIC's current settings and maximums");
-  add_common(show, false);
+  show->preparse_callback([show, add_common](size_t) { add_common(show, false); });
   show->callback([&ctx, args] { run_show(ctx, *args); });
   auto *diff = nic->add_subcommand("diff", "Show what apply would change (exit 1 when something differs)");
-  add_common(diff, true);
+  diff->preparse_callback([diff, add_common](size_t) { add_common(diff, true); });
   diff->callback([&ctx, args] { run_apply(ctx, *args, true); });
   auto *apply = nic->add_subcommand("apply", "Apply the profile's [nic] settings to every NIC as one transaction");
-  add_common(apply, true);
-  apply->add_flag("--skip-unsupported", args->skip_unsupported,
-                  "Skip settings the driver refuses as unsupported instead of rolling back");
+  apply->preparse_callback([apply, add_common, args](size_t) {
+    add_common(apply, true);
+    apply->add_flag("--skip-unsupported", args->skip_unsupported,
+                    "Skip settings the driver refuses as unsupported instead of rolling back");
+  });
   apply->callback([&ctx, args] { run_apply(ctx, *args, false); });
 }
 

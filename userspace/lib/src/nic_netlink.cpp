@@ -272,36 +272,42 @@ public:
       d.driver = drv.filename().string();
     }
     // The NUMA node and MSI IRQs live on the PCI device, which for virtio is
-    // the parent of the virtio device.
-    fs::path dev = fs::canonical(root_.path(base + "/device"), ec);
-    for (int depth = 0; !ec && depth < 4 && dev.has_parent_path(); ++depth, dev = dev.parent_path()) {
-      if (fs::exists(dev / "numa_node", ec) && fs::exists(dev / "msi_irqs", ec)) {
-        break;
-      }
-    }
-    if (!ec) {
-      std::error_code ec2;
-      if (fs::exists(dev / "numa_node", ec2)) {
-        std::uint64_t n = 0;
-        auto txt = read_host(dev / "numa_node");
-        d.numa_node = parse_num(txt, n) ? static_cast<int>(n) : -1;
-      }
-      std::vector<int> irqs;
-      for (const auto &e : fs::directory_iterator(dev / "msi_irqs", ec2)) {
-        std::uint64_t n = 0;
-        if (parse_num(e.path().filename().string(), n)) {
-          irqs.push_back(static_cast<int>(n));
+    // the parent of the virtio device. The node is needed for IRQ and RPS
+    // placement and for channel counts matched to the NIC-local CPUs; the
+    // IRQs and queues only for IRQ and RPS settings.
+    const bool want_irqs = probe_wants("irq");
+    const bool want_queues = probe_wants("rps");
+    if (want_irqs || want_queues || probe_wants("channels")) {
+      fs::path dev = fs::canonical(root_.path(base + "/device"), ec);
+      for (int depth = 0; !ec && depth < 4 && dev.has_parent_path(); ++depth, dev = dev.parent_path()) {
+        if (fs::exists(dev / "numa_node", ec) && fs::exists(dev / "msi_irqs", ec)) {
+          break;
         }
       }
-      std::sort(irqs.begin(), irqs.end());
-      d.irqs = irqs;
+      if (!ec) {
+        std::error_code ec2;
+        if (fs::exists(dev / "numa_node", ec2)) {
+          std::uint64_t n = 0;
+          auto txt = read_host(dev / "numa_node");
+          d.numa_node = parse_num(txt, n) ? static_cast<int>(n) : -1;
+        }
+        std::vector<int> irqs;
+        for (const auto &e : want_irqs ? fs::directory_iterator(dev / "msi_irqs", ec2) : fs::directory_iterator()) {
+          std::uint64_t n = 0;
+          if (parse_num(e.path().filename().string(), n)) {
+            irqs.push_back(static_cast<int>(n));
+          }
+        }
+        std::sort(irqs.begin(), irqs.end());
+        d.irqs = irqs;
+      }
     }
     for (int irq : d.irqs) {
       if (auto v = root_.read_value("/proc/irq/" + std::to_string(irq) + "/smp_affinity_list")) {
         d.current["irq." + std::to_string(irq)] = *v;
       }
     }
-    for (const auto &q : root_.list_dir(base + "/queues")) {
+    for (const auto &q : want_queues ? root_.list_dir(base + "/queues") : std::vector<std::string>{}) {
       if (!q.starts_with("rx-")) {
         continue;
       }
@@ -330,6 +336,9 @@ public:
           std::tuple{ETHTOOL_MSG_CHANNELS_GET, "channels", int(ETHTOOL_A_CHANNELS_MAX),
                      std::span<const U32Attr>(k_channels)},
           std::tuple{ETHTOOL_MSG_PAUSE_GET, "pause", int(ETHTOOL_A_PAUSE_MAX), std::span<const U32Attr>(k_pause)}}) {
+      if (!probe_wants(group)) {
+        continue;
+      }
       const bool is_pause = std::string_view(group) == "pause";
       auto tbl = table;
       Exchange x;
@@ -354,7 +363,7 @@ public:
         return st.error();
       }
     }
-    {
+    if (probe_wants("coalesce")) {
       Exchange x;
       x.maxattr = ETHTOOL_A_COALESCE_MAX;
       x.on_reply = [&](nlattr **tb) {
@@ -372,8 +381,10 @@ public:
         d.unsupported_groups.insert("coalesce");
       }
     }
-    if (auto st = read_features(ifname, d); !st) {
-      return st.error();
+    if (probe_wants("features")) {
+      if (auto st = read_features(ifname, d); !st) {
+        return st.error();
+      }
     }
     return d;
   }

@@ -515,7 +515,16 @@ Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<Ni
 
 Result<NicReport> nic_apply(const std::vector<NicRule> &rules, NicBackend &backend, const NicOptions &opts,
                             bool dry_run) {
+  // Only what the rules can change is read from the devices.
+  std::set<std::string, std::less<>> groups{"link"};
+  for (const auto &r : rules) {
+    for (const auto &s : r.settings) {
+      groups.insert(nic_group(s.key));
+    }
+  }
+  backend.limit_probe(std::move(groups));
   auto devs = nic_probe_all(backend, opts.only);
+  backend.limit_probe({});
   if (!devs) {
     return devs.error();
   }

@@ -95,6 +95,19 @@ public:
   // Handles irqbalance ("ban" or "stop"); returns a line for the report.
   [[nodiscard]] virtual Result<std::string> irqbalance(const std::string &mode, const std::vector<unsigned> &banned,
                                                        const std::vector<int> &irqs) = 0;
+
+  // Restricts later probe() calls to the groups an apply will plan ("link"
+  // is always read; empty: every group). A hint: a backend may read more,
+  // the live one skips the kernel requests and sysfs reads of the others.
+  void limit_probe(std::set<std::string, std::less<>> groups) { probe_groups_ = std::move(groups); }
+
+protected:
+  [[nodiscard]] bool probe_wants(std::string_view group) const {
+    return probe_groups_.empty() || probe_groups_.contains(group);
+  }
+
+private:
+  std::set<std::string, std::less<>> probe_groups_;
 };
 
 // The live backend: ethtool genetlink + rtnetlink (libnl) and sysfs/procfs
