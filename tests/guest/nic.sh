@@ -3,7 +3,7 @@
 # virtio-net with 4 combined channels on NUMA node 1 (CPUs 4-7).
 # Cross-checks mltunectl against Debian's ethtool program.
 . "$(dirname "$0")/lib.sh"
-t_plan 12
+t_plan 13
 M=/usr/sbin/mltunectl
 if ! command -v ethtool >/dev/null || [ ! -d /sys/class/net/eth1 ]; then
 	echo "# SKIP: needs ethtool (--bin /usr/sbin/ethtool) and both NICs"; exit 4
@@ -46,6 +46,13 @@ if irqs_within eth1 4 7 && irqs_within eth0 0 7; then t_ok "irq placement"; else
 
 t_check "apply inference" $M nic apply -p inference
 t_check "inference: rx-usecs 0 and RPS on node 1" sh -c "[ \"$(coal eth0 rx-usecs)\" = 0 ] && grep -q f0 /sys/class/net/eth1/queues/rx-0/rps_cpus"
+
+# `switch` carries the profile's [nic] tables: from inference back to training.
+if $M switch --backend direct training >/tmp/sw.out 2>&1 && [ "$(coal eth0 rx-usecs)" = 50 ] &&
+	$M nic diff -p training >/dev/null && grep -q "rx-usecs" /tmp/sw.out; then
+	t_ok "switch training applies the NIC settings too"
+else t_fail "switch training NIC step"; sed 's/^/# /' /tmp/sw.out; fi
+$M switch --backend direct baseline >/dev/null || echo "# switch baseline failed"
 
 # An unsupported setting on eth1: kernel message, exit 1, both NICs unchanged.
 before=$(state)
