@@ -2,10 +2,10 @@
 /*
  * mltune profiles: named lists of knobs, switched all-or-nothing.
  *
- * A knob is a file under /proc/sys, /proc/irq or an allowlist of /sys
- * subtrees, a value and a required/optional flag. Profiles are defined
- * through sysfs with plain shell, staged then committed (the DAMON
- * pattern), and switched with one write:
+ * A knob is a file under /proc/sys or an allowlist of /sys subtrees, a
+ * value and a required/optional flag. Profiles are defined through sysfs
+ * with plain shell, staged then committed (the DAMON pattern), and switched
+ * with one write:
  *
  *   echo +batch > /sys/kernel/mltune/profiles/control
  *   cat batch.knobs > /sys/kernel/mltune/profiles/batch/knobs
@@ -207,9 +207,12 @@ static int mltune_call(int (*fn)(void *arg), void *arg)
  * match (symbolic links inside sysfs are followed but may not leave these
  * trees; /sys/block/NAME is a link into /sys/devices, checked separately).
  */
+/*
+ * Not /proc/irq: its files have no ->write_iter, so kernel_write() refuses
+ * them; IRQ affinities are steered by feeder/cpus (mltune_feeder.c).
+ */
 static const char *const mltune_proc_allow[] = {
 	"sys/**",
-	"irq/**",
 };
 
 static const char *const mltune_sys_allow[] = {

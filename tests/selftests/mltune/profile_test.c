@@ -337,6 +337,7 @@ static const char *const bad_knob_lines[] = {
 	"/sys/devices/system/cpu/online 0-1\n",
 	"/sys/module/mltune/parameters/keep_on_unload 1\n",
 	"/dev/mltune 1\n",
+	"/proc/irq/default_smp_affinity ff\n",
 	"/proc/sys/vm/swappiness\t1\n",
 	"/proc/sys/vm/swappiness 1\r\n",
 	"/proc/sys/vm/swappiness 1\n/proc/sys/vm/swappiness 2\n",
