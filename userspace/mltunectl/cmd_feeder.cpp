@@ -54,7 +54,8 @@ nlohmann::json state_json(const FeederState &s) {
           {"fallback", s.fallback},
           {"irq_mode", s.irq_mode},
           {"irqs_moved", s.irqs.size()},
-          {"kthreads_moved", s.kthreads.size()}};
+          {"kthreads_moved", s.kthreads.size()},
+          {"cpuset_note", s.cpuset_note}};
 }
 
 void print_status(Context &ctx, const FeederStatus &st) {
@@ -90,6 +91,9 @@ void print_status(Context &ctx, const FeederStatus &st) {
     }
     if (!st.partition.empty()) {
       o << "partition: " << st.partition << "\n";
+    }
+    if (!st.state.cpuset_note.empty()) {
+      o << "cpuset: " << st.state.cpuset_note << "\n";
     }
   }
   if (st.boot.any()) {

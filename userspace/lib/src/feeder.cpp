@@ -105,7 +105,8 @@ nlohmann::json to_json(const FeederState &s) {
           {"irq_mode", s.irq_mode},
           {"irqs", irqs},
           {"fallback", s.fallback},
-          {"cpuset_enabled_by_us", s.cpuset_enabled_by_us}};
+          {"cpuset_enabled_by_us", s.cpuset_enabled_by_us},
+          {"cpuset_note", s.cpuset_note}};
 }
 
 FeederState from_json(const nlohmann::json &j) {
@@ -132,6 +133,7 @@ FeederState from_json(const nlohmann::json &j) {
   }
   s.fallback = j.value("fallback", "");
   s.cpuset_enabled_by_us = j.value("cpuset_enabled_by_us", false);
+  s.cpuset_note = j.value("cpuset_note", "");
   return s;
 }
 
@@ -185,6 +187,14 @@ Result<bool> enable_cpuset_controller(const Sysroot &root) {
   return true;
 }
 
+// The partition type for the feeder CPUs: `isolated` when isolcpus= domain
+// isolation covers any of them (a `root` partition on such CPUs is invalid
+// since 6.10, "partition config conflicts with housekeeping setup", and they
+// have no load balancing anyway), `root` otherwise.
+std::string partition_type(const Sysroot &root, const CpuSet &cpus) {
+  return read_boot_isolation(root).isolated.intersects(cpus) ? "isolated" : "root";
+}
+
 void reassert_kthreads(const FeederState &s);
 
 Status make_partition(const Sysroot &root, FeederState &s) {
@@ -196,14 +206,25 @@ Status make_partition(const Sysroot &root, FeederState &s) {
   if (auto st = root.write_value(cg(s.cgroup, "cpuset.cpus"), s.cpus.str()); !st) {
     return st.error();
   }
-  if (auto st = root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "root"); !st) {
+  const std::string type = partition_type(root, s.cpus);
+  if (auto st = root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), type); !st) {
     return st.error();
   }
   auto prs = root.read_value(cg(s.cgroup, "cpuset.cpus.partition"));
-  if (!prs || prs->rfind("root", 0) != 0 || prs->find("invalid") != std::string::npos) {
-    std::string got = prs ? *prs : prs.error().message;
+  s.cpuset_note.clear();
+  if (!prs || prs->rfind(type, 0) != 0 || prs->find("invalid") != std::string::npos) {
+    std::string got = trim(prs ? *prs : prs.error().message);
     (void)root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "member");
-    return failure(cg(s.cgroup, "cpuset.cpus.partition") + ": " + trim(got));
+    // Some kernels (6.12) refuse every partition on isolcpus= CPUs.  When all
+    // feeder CPUs are boot-isolated the boot isolation already keeps other
+    // tasks off them (their default affinity is the housekeeping CPUs), so
+    // cpuset.cpus alone, confining the feeder cgroup, is enough.
+    if (type == "isolated" && read_boot_isolation(root).isolated.contains(s.cpus)) {
+      s.cpuset_note = "no partition (the kernel refused one: " + got +
+                      "): cpuset.cpus confines the feeder cgroup, isolcpus= keeps other tasks off";
+      return {};
+    }
+    return failure(cg(s.cgroup, "cpuset.cpus.partition") + ": " + got);
   }
   reassert_kthreads(s); // the kernel just reset the root cpuset's kthreads
   return {};
@@ -708,6 +729,13 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
     m.mechanism = "cpuset";
     m.reasons.push_back("sched_ext not used: " + m.sched_ext_refused);
     m.reasons.emplace_back("cgroup v2 cpuset root partition on the feeder CPUs");
+  }
+  if (m.mechanism == "cpuset" && boot.domain()) {
+    m.reasons.push_back("the partition is of type 'isolated' where the feeder CPUs include boot-isolated CPUs (" +
+                        boot.isolated.str() +
+                        "): a 'root' partition conflicts with isolcpus=; where the "
+                        "kernel refuses that too and all feeder CPUs are boot-isolated, cpuset.cpus alone confines "
+                        "the feeder cgroup");
   }
   return m;
 }

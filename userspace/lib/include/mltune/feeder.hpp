@@ -6,7 +6,10 @@
 //   sched_ext - the project's BPF scheduler (bpf/), pinned in bpffs so it
 //               outlives the CLI; needs CONFIG_SCHED_CLASS_EXT, a build with
 //               the BPF toolchain, and no isolcpus= domain isolation;
-//   cpuset    - a cgroup v2 cpuset `root` partition on the feeder CPUs.
+//   cpuset    - a cgroup v2 cpuset `root` partition on the feeder CPUs
+//               (`isolated` where they include isolcpus= CPUs; where the
+//               kernel refuses that and all of them are boot-isolated,
+//               cpuset.cpus alone, see FeederState::cpuset_note).
 // Both move movable kthreads (rcuo* included) and the unbound workqueue
 // cpumask to housekeeping CPUs and steer IRQs off the feeder CPUs; feeder_off()
 // restores exactly what was there.  The state lives in /run/mltune/feeder.json.
@@ -68,6 +71,7 @@ struct FeederState {
   std::vector<std::pair<std::string, std::string>> irqs;  // /proc/irq file, value before
   std::string fallback;                                   // sched_ext ejection: exit reason, "" otherwise
   bool cpuset_enabled_by_us = false;
+  std::string cpuset_note; // cpuset without a partition: why ("" with one)
 };
 
 struct FeederStatus {
