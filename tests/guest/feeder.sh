@@ -21,11 +21,12 @@ PIDS=""
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; "$CTL" feeder off >/dev/null 2>&1; }
 trap cleanup EXIT
 
-# samples CPUS: prints the number of violations over $SECS seconds and the
-# sample count ("violations samples"); CPUS is a space-separated list.
+# samples CPUS: prints the number of violations over $SECS seconds (at least
+# one sample) and the sample count ("violations samples"); CPUS is a
+# space-separated list.
 sample() {
 	_cpus=" $1 "; _end=$(( $(date +%s) + SECS )); _v=0; _n=0
-	while [ "$(date +%s)" -lt "$_end" ]; do
+	while [ "$_n" = 0 ] || [ "$(date +%s)" -lt "$_end" ]; do   # at least one sample
 		_f=" $(tr '\n' ' ' < $CG/cgroup.procs 2>/dev/null) "
 		_r=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v F="$_f" -v C="$_cpus" '
 			{ pid = $1; comm = $0; sub(/\) .*$/, ")", comm); sub(/^[^(]*/, "", comm);

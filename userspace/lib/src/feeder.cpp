@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sstream>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <thread>
@@ -151,6 +152,33 @@ Status save_state(const Sysroot &root, const FeederState &s) {
   std::filesystem::create_directories(root.path("/run/mltune"), ec);
   return root.write_file(k_feeder_state, to_json(s).dump(2) + "\n", false);
 }
+
+// Serializes on, off and the ejection check (the watcher's too): without it
+// the watcher could see the scheduler 'feeder off' had just detached as an
+// ejection and write a cpuset fallback state after 'off' removed the state.
+class FeederLock {
+public:
+  explicit FeederLock(const Sysroot &root) {
+    if (!root.is_live()) {
+      return;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(root.path("/run/mltune"), ec);
+    fd_ = ::open(root.path("/run/mltune/feeder.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~FeederLock() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  FeederLock(const FeederLock &) = delete;
+  FeederLock &operator=(const FeederLock &) = delete;
+
+private:
+  int fd_ = -1;
+};
 
 void kmsg(const std::string &line) {
   int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
@@ -740,7 +768,10 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
   return m;
 }
 
-Result<bool> feeder_check(const Sysroot &root) {
+namespace {
+
+// feeder_check() with the lock held.
+Result<bool> check_locked(const Sysroot &root) {
   FeederState s = load_state(root);
   if (!s.active || s.mechanism != "sched_ext" || scx_is_ours(root)) {
     return false;
@@ -760,6 +791,13 @@ Result<bool> feeder_check(const Sysroot &root) {
     return st.error();
   }
   return true;
+}
+
+} // namespace
+
+Result<bool> feeder_check(const Sysroot &root) {
+  const FeederLock lock(root);
+  return check_locked(root);
 }
 
 Status feeder_watch(const Sysroot &root, unsigned period_ms) {
@@ -831,9 +869,10 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
   if (hk.empty()) {
     return input_error("feeder CPUs " + cpus.str() + " would leave no housekeeping CPU");
   }
+  const FeederLock lock(root);
   FeederState s = load_state(root);
   if (s.active && s.mechanism == "sched_ext" && root.is_live()) {
-    (void)feeder_check(root); // an ejected scheduler: the cpuset fallback first
+    (void)check_locked(root); // an ejected scheduler: the cpuset fallback first
     s = load_state(root);
   }
   if (s.active) {
@@ -885,6 +924,7 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
 }
 
 Status feeder_off(const Sysroot &root) {
+  const FeederLock lock(root);
   FeederState s = load_state(root);
   if (!s.active) {
     return {};
