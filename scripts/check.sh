@@ -1,7 +1,7 @@
 #!/bin/bash
 # The whole test run behind 'make check' (and so .ci/run):
 #   build (user space, the module for every matrix kernel, the kselftests),
-#   lint (checkpatch --strict, sparse), unit tests (normal, ASan+UBSan,
+#   lint (checkpatch --strict, sparse, clang-format, clang-tidy), unit tests (normal, ASan+UBSan,
 #   bounded fuzzing), DKMS build check, then the kselftest suite in a guest
 #   of every matrix kernel.
 # Ends with the line "N passed, N failed, N skipped"; exit 1 if anything
@@ -153,7 +153,8 @@ if [ "$vm_only" = 0 ]; then
 	note "---- lint"
 	stage checkpatch make -s checkpatch
 	stage sparse make -s sparse
-	[ -x scripts/lint-userspace.sh ] && stage lint-userspace scripts/lint-userspace.sh
+	# clang-format, and clang-tidy-16 over build/userspace's compile commands
+	[ -x scripts/lint-userspace.sh ] && stage lint-userspace scripts/lint-userspace.sh --tidy build/userspace
 
 	if [ -f CMakeLists.txt ]; then
 		note "---- unit tests"

@@ -1,7 +1,7 @@
 #!/bin/bash
-# clang-format check and clang-tidy-14 over the C++ user space.
+# clang-format check and clang-tidy-16 over the C++ user space.
 #   scripts/lint-userspace.sh [--tidy] [BUILD_DIR]
-# clang-format is always checked (make check); --tidy also runs clang-tidy-14
+# Both run in make check (scripts/check.sh); --tidy adds clang-tidy-16
 # with .clang-tidy over BUILD_DIR's compile_commands.json (default
 # build/userspace): 'make lint-tidy'.
 set -euo pipefail
@@ -16,10 +16,10 @@ echo "clang-format: clean (${#files[@]} files)"
 [ "$tidy" = 1 ] || exit 0
 [ -f "$build/compile_commands.json" ] || { echo "lint: configure $build first" >&2; exit 2; }
 mapfile -t tus < <(printf '%s\n' "${files[@]}" | grep -E '\.cpp$' | grep -v '^tests/fuzz/')
-run=run-clang-tidy-14
+run=run-clang-tidy-16
 if command -v "$run" >/dev/null; then
 	"$run" -quiet -p "$build" -j "$(nproc)" "${tus[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1 || { cat "$build/clang-tidy.log"; exit 1; }
 else
-	clang-tidy-14 --quiet -p "$build" "${tus[@]}"
+	clang-tidy-16 --quiet -p "$build" "${tus[@]}"
 fi
-echo "clang-tidy-14: clean (${#tus[@]} files)"
+echo "clang-tidy-16: clean (${#tus[@]} files)"

@@ -21,6 +21,7 @@ public:
 
   Result<std::vector<std::string>> interfaces() override {
     std::vector<std::string> n;
+    n.reserve(devs.size());
     for (const auto &[k, v] : devs) {
       n.push_back(k);
     }

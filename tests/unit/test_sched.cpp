@@ -167,8 +167,8 @@ TEST_F(Sched, ParsesDeadlineRules) {
   // reset-on-fork is on by default for deadline (NCCL's service thread forks).
   EXPECT_EQ(r.attr.flags & k_sched_flag_reset_on_fork, k_sched_flag_reset_on_fork);
   ASSERT_TRUE(r.fallback);
-  EXPECT_EQ(r.fallback->policy, SchedPolicy::other);
-  EXPECT_EQ(r.fallback->nice, -10);
+  EXPECT_EQ(r.fallback.value().policy, SchedPolicy::other);
+  EXPECT_EQ(r.fallback.value().nice, -10);
   EXPECT_DOUBLE_EQ(r.attr.bandwidth(), 0.5);
   // deadline_us defaults to the period.
   EXPECT_EQ(rules[1].attr.deadline, 1000000U);

@@ -245,7 +245,7 @@ public:
 private:
   static std::string printable_char(char c) {
     if (c >= 0x20 && c < 0x7f) {
-      return std::string(1, c);
+      return {c}; // one character (not std::string(1, c) braced: that is {\x01, c})
     }
     static const char hex[] = "0123456789abcdef";
     const auto u = static_cast<unsigned char>(c);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <ranges>
 
 namespace mltune {
 
@@ -113,8 +114,8 @@ Result<SwitchReport> transact(const std::string &profile, const std::vector<Writ
       continue;
     }
     std::string undo_errors;
-    for (auto it = done.rbegin(); it != done.rend(); ++it) {
-      if (auto u = root.write_value((*it)->path, (*it)->old); !u) {
+    for (const Write *d : std::views::reverse(done)) {
+      if (auto u = root.write_value(d->path, d->old); !u) {
         undo_errors += "; restore failed: " + u.error().message;
       }
     }
@@ -196,8 +197,7 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
   }
   std::vector<Write> writes;
   SwitchReport skipped;
-  for (auto it = state->values.rbegin(); it != state->values.rend(); ++it) {
-    const auto &[path, value] = *it;
+  for (const auto &[path, value] : std::views::reverse(state->values)) {
     auto cur = root.read_value(path);
     if (!cur) {
       skipped.skipped.push_back(path + ": " + cur.error().message);

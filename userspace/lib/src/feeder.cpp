@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <ranges>
 #include <sched.h>
 #include <sstream>
 #include <sys/file.h>
@@ -458,8 +459,8 @@ void restore_irqs(const Sysroot &root, FeederState &s) {
   if (s.irq_mode == "kmod") {
     (void)root.write_value(k_kmod_feeder, "\n"); // sysfs drops empty writes
   }
-  for (auto it = s.irqs.rbegin(); it != s.irqs.rend(); ++it) {
-    (void)root.write_value(it->first, it->second);
+  for (const auto &[file, before] : std::views::reverse(s.irqs)) {
+    (void)root.write_value(file, before);
   }
   s.irqs.clear();
   s.irq_mode.clear();
@@ -990,6 +991,7 @@ Status feeder_exec(const Sysroot &root, const std::vector<std::string> &argv) {
     }
   }
   std::vector<char *> args;
+  args.reserve(argv.size() + 1);
   for (const auto &a : argv) {
     args.push_back(const_cast<char *>(a.c_str()));
   }

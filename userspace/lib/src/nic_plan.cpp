@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <fnmatch.h>
+#include <ranges>
 
 namespace mltune {
 
@@ -123,8 +124,8 @@ std::string hex_mask(const std::vector<unsigned> &cpus) {
     nibbles[c / 4] = static_cast<std::uint8_t>(nibbles[c / 4] | (1U << (c % 4)));
   }
   std::string s;
-  for (auto it = nibbles.rbegin(); it != nibbles.rend(); ++it) {
-    s.push_back("0123456789abcdef"[*it]);
+  for (const auto n : std::views::reverse(nibbles)) {
+    s.push_back("0123456789abcdef"[n]);
   }
   return s;
 }
@@ -211,14 +212,13 @@ std::string nic_check_setting(std::string_view key, std::string_view value) {
     }
     return {};
   case VKind::choice_irq:
-    return value == "housekeeping" || value == "leave" ? "" : k + ": expected \"housekeeping\" or \"leave\"";
+    return value == "housekeeping" || value == "leave" ? "" : k + R"(: expected "housekeeping" or "leave")";
   case VKind::choice_irqbalance:
-    return value == "ban" || value == "stop" || value == "ignore" ? ""
-                                                                  : k + ": expected \"ban\", \"stop\" or \"ignore\"";
+    return value == "ban" || value == "stop" || value == "ignore" ? "" : k + R"(: expected "ban", "stop" or "ignore")";
   case VKind::choice_rps:
     return value == "housekeeping" || value == "off" || value == "leave"
                ? ""
-               : k + ": expected \"housekeeping\", \"off\" or \"leave\"";
+               : k + R"(: expected "housekeeping", "off" or "leave")";
   case VKind::count_max_local:
     if (value == "local") {
       return {};
@@ -234,7 +234,7 @@ std::string nic_check_setting(std::string_view key, std::string_view value) {
       return k + ": expected a non-negative integer" +
              std::string(spec->kind == VKind::count       ? ""
                          : spec->kind == VKind::count_max ? " or \"max\""
-                                                          : ", \"max\" or \"local\"") +
+                                                          : R"(, "max" or "local")") +
              ", got '" + std::string(value) + "'";
     }
     if (n > spec->limit) {
@@ -584,8 +584,8 @@ Result<NicReport> nic_commit(const NicPlan &planned, NicBackend &backend, const 
     }
     // Roll back everything, newest first.
     std::string rb;
-    for (auto it = done.rbegin(); it != done.rend(); ++it) {
-      if (auto u = backend.set((*it)->ifname, (*it)->group, (*it)->before); !u) {
+    for (const auto *d : std::views::reverse(done)) {
+      if (auto u = backend.set(d->ifname, d->group, d->before); !u) {
         rb += "; restore failed: " + u.error().message;
       }
     }

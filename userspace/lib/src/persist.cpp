@@ -1,5 +1,8 @@
 #include "mltune/persist.hpp"
 
+#include <filesystem>
+#include <ranges>
+
 #ifndef MLTUNE_SBINDIR
 #define MLTUNE_SBINDIR "/usr/sbin"
 #endif
@@ -65,8 +68,7 @@ Result<std::vector<std::string>> persist(const Profile &profile, const Sysroot &
 Result<std::vector<std::string>> remove_persist(const Sysroot &root) {
   std::vector<std::string> removed;
   const auto files = persist_files(Profile{});
-  for (auto it = files.rbegin(); it != files.rend(); ++it) { // the enable link first
-    const auto &f = *it;
+  for (const auto &f : std::views::reverse(files)) { // the enable link first
     std::error_code ec;
     if (!std::filesystem::exists(std::filesystem::symlink_status(root.path(f.path), ec))) {
       continue;

@@ -118,7 +118,8 @@ Result<Plan> make_plan(const Topology &topo, const PlanOptions &opts) {
     // CPU 0's core first (it takes interrupts and timers no one can move).
     std::stable_partition(sc.begin(), sc.end(), [&](const Core *c) { return c->threads.test(cpu0); });
     const unsigned want = std::max(1U, (s.cores + k_cores_per_housekeeping - 1) / k_cores_per_housekeeping);
-    std::vector<const Core *> chosen(sc.begin(), sc.begin() + std::min<size_t>(want, sc.size()));
+    std::vector<const Core *> chosen(sc.begin(),
+                                     sc.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(want, sc.size())));
     for (const auto *c : chosen) {
       taken.insert(c);
     }
@@ -338,9 +339,9 @@ Result<Plan> make_plan(const Topology &topo, const PlanOptions &opts) {
     }
     rp.launch += " <command>";
   }
-  why.push_back("launch lines: memory bound to the GPU's node (numactl --membind), the process on its feeder "
-                "CPUs (taskset), OMP_NUM_THREADS = its physical feeder cores, NCCL_SET_THREAD_NAME=1 so NCCL's "
-                "threads can be told apart; DataLoader workers should pin themselves to MLTUNE_DATALOADER_CPUS");
+  why.emplace_back("launch lines: memory bound to the GPU's node (numactl --membind), the process on its feeder "
+                   "CPUs (taskset), OMP_NUM_THREADS = its physical feeder cores, NCCL_SET_THREAD_NAME=1 so NCCL's "
+                   "threads can be told apart; DataLoader workers should pin themselves to MLTUNE_DATALOADER_CPUS");
   return p;
 }
 

@@ -92,7 +92,7 @@ std::string cg_file(const std::string &cg, std::string_view file) {
 
 class LiveSchedSystem final : public SchedSystem {
 public:
-  explicit LiveSchedSystem(const Sysroot &root) : root_(root) {}
+  explicit LiveSchedSystem(Sysroot root) : root_(std::move(root)) {}
   [[nodiscard]] const Sysroot &root() const override { return root_; }
 
   [[nodiscard]] std::vector<int> pids() const override { return numbers(root_.list_dir("/proc")); }
@@ -488,7 +488,7 @@ struct Ledger {
     RootDomain d;
     d.name = std::move(name);
     d.cpus = std::move(cpus);
-    const double n = static_cast<double>(d.cpus.count());
+    const auto n = static_cast<double>(d.cpus.count());
     d.limit = rt_runtime < 0 ? -1 : n * static_cast<double>(rt_runtime) / static_cast<double>(rt_period);
     d.reserved = n * reserved_per_cpu;
     return d;

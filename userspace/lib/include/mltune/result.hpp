@@ -64,7 +64,7 @@ public:
   Result(Error error) : e_(std::move(error)) {} // NOLINT(google-explicit-constructor)
   [[nodiscard]] bool ok() const { return !e_; }
   explicit operator bool() const { return ok(); }
-  [[nodiscard]] const Error &error() const { return *e_; }
+  [[nodiscard]] const Error &error() const { return e_.value(); } // only after !ok()
 
 private:
   std::optional<Error> e_;
