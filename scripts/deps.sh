@@ -16,7 +16,7 @@ BASE_PKGS=(
 	liburing-dev libnuma-dev numactl
 	linux-source-6.12
 	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy-16
-	ethtool iproute2 procps util-linux tuned
+	ethtool iproute2 procps util-linux tuned jq
 )
 BACKPORTS_PKGS=(libbpf-dev bpftool)
 

@@ -16,10 +16,40 @@ echo "clang-format: clean (${#files[@]} files)"
 [ "$tidy" = 1 ] || exit 0
 [ -f "$build/compile_commands.json" ] || { echo "lint: configure $build first" >&2; exit 2; }
 mapfile -t tus < <(printf '%s\n' "${files[@]}" | grep -E '\.cpp$' | grep -v '^tests/fuzz/')
+
+# A translation unit that passed before with the same text, the same project
+# headers (and embedded profiles, BPF sources, .clang-tidy), the same
+# compile command and the same clang-tidy is not checked again: the cache
+# key of each passing unit is kept in $MLTUNE_CACHE/clang-tidy.
+cache=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}/clang-tidy
+mkdir -p "$cache"
+common=$({
+	clang-tidy-16 --version
+	git ls-files -s '*.h' '*.hpp' '*.bpf.c' '*.toml' .clang-tidy
+} | sha256sum | cut -c1-64)
+key_of() { # key_of TU: the unit's text and its compile command (paths relative to the tree)
+	{
+		echo "$common"
+		git hash-object "$1"
+		jq -r --arg f "$PWD/$1" '.[] | select(.file == $f) | .command // (.arguments | join(" "))' \
+			"$build/compile_commands.json" | sed "s|$PWD/||g; s|$(cd "$build" && pwd)/||g"
+	} | sha256sum | cut -c1-64
+}
+todo=() keys=()
+for tu in "${tus[@]}"; do
+	k=$(key_of "$tu")
+	[ -e "$cache/$k" ] && continue
+	todo+=("$tu"); keys+=("$k")
+done
+if [ ${#todo[@]} = 0 ]; then
+	echo "clang-tidy-16: clean (${#tus[@]} files, all unchanged since their last clean check)"
+	exit 0
+fi
 run=run-clang-tidy-16
 if command -v "$run" >/dev/null; then
-	"$run" -quiet -p "$build" -j "$(nproc)" "${tus[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1 || { cat "$build/clang-tidy.log"; exit 1; }
+	"$run" -quiet -p "$build" -j "$(nproc)" "${todo[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1 || { cat "$build/clang-tidy.log"; exit 1; }
 else
-	clang-tidy-16 --quiet -p "$build" "${tus[@]}"
+	clang-tidy-16 --quiet -p "$build" "${todo[@]}"
 fi
-echo "clang-tidy-16: clean (${#tus[@]} files)"
+for k in "${keys[@]}"; do : >"$cache/$k"; done
+echo "clang-tidy-16: clean (${#todo[@]} files checked, $(( ${#tus[@]} - ${#todo[@]} )) unchanged since their last clean check)"
