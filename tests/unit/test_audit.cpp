@@ -126,3 +126,9 @@ TEST(Irqbalance, NotInstalledMeansNotRunning) {
   std::filesystem::remove(fake.dir() / "usr/sbin/irqbalance");
   EXPECT_EQ(irqbalance_pid(fake.root()), 0);
 }
+
+TEST(Irqbalance, MalformedCgroupPidsAreSkipped) {
+  FakeSysroot fake;
+  fake.set("/sys/fs/cgroup/system.slice/irqbalance.service/cgroup.procs", "99999999999\n-1\nabc\n\n");
+  EXPECT_EQ(irqbalance_pid(fake.root()), 812); // falls back to the scan, no exception
+}

@@ -43,8 +43,8 @@ struct Subcommand {
   Register add;
 };
 
-// register_verify adds both "verify" and "diff"; the list holds each
-// function once, and names[] maps every top-level name to its function.
+// register_verify adds both "verify" and "diff": k_registers holds each
+// function once, k_subcommands maps every top-level name to its function.
 constexpr Register k_registers[] = {register_profile, register_audit, register_verify,   register_switch,
                                     register_persist, register_nic,   register_topology, register_plan,
                                     register_boot,    register_sched, register_feeder,   register_pool};

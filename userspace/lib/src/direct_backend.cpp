@@ -160,8 +160,8 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, 
     }
   }
   // New baseline values are recorded before the first write, so they
-  // survive a crash of mltunectl half-way through; the state names the profile being
-  // switched to, and a failed switch writes back the previous name.
+  // survive a crash of mltunectl half-way through. The state names the
+  // profile being switched to; a failed switch writes back the previous one.
   const std::string previous = state->active;
   const bool grew = state->values.size() != known_before || !root.exists(k_state_file);
   state->active = profile.name;

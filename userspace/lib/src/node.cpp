@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 
 namespace mltune {
@@ -71,16 +72,15 @@ Result<KernelVersion> kernel_version(const Sysroot &root) {
 
 namespace {
 
-bool is_pid(std::string_view s) {
-  return !s.empty() && s.size() < 12 && s.find_first_not_of("0123456789") == std::string_view::npos;
-}
-
-bool is_irqbalance(const Sysroot &root, std::string_view pid) {
-  if (!is_pid(pid)) {
-    return false;
+// The pid when `name` is a pid whose comm is irqbalance, else 0.
+int irqbalance_at(const Sysroot &root, std::string_view name) {
+  int pid = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+  if (name.empty() || ec != std::errc() || end != name.data() + name.size() || pid <= 0) {
+    return 0;
   }
-  auto comm = root.read_value("/proc/" + std::string(pid) + "/comm");
-  return comm && *comm == "irqbalance";
+  auto comm = root.read_value("/proc/" + std::string(name) + "/comm");
+  return comm && *comm == "irqbalance" ? pid : 0;
 }
 
 } // namespace
@@ -90,9 +90,8 @@ int irqbalance_pid(const Sysroot &root) {
     size_t pos = 0;
     while (pos < procs->size()) {
       const size_t end = std::min(procs->find('\n', pos), procs->size());
-      const std::string_view pid(procs->data() + pos, end - pos);
-      if (is_irqbalance(root, pid)) {
-        return std::stoi(std::string(pid));
+      if (const int pid = irqbalance_at(root, std::string_view(procs->data() + pos, end - pos)); pid > 0) {
+        return pid;
       }
       pos = end + 1;
     }
@@ -106,9 +105,9 @@ int irqbalance_pid(const Sysroot &root) {
   if (!installed) {
     return 0;
   }
-  for (const auto &pid : root.list_dir("/proc")) {
-    if (is_irqbalance(root, pid)) {
-      return std::stoi(pid);
+  for (const auto &name : root.list_dir("/proc")) {
+    if (const int pid = irqbalance_at(root, name); pid > 0) {
+      return pid;
     }
   }
   return 0;
