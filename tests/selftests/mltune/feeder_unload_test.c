@@ -11,29 +11,6 @@
 
 static struct snap orig;
 
-static int unload(void)
-{
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		int ret = mltune_unload_module();
-
-		if (!ret)
-			return 0;
-		if (ret != -EAGAIN && ret != -EWOULDBLOCK)
-			return ret;
-		usleep(10000);
-	}
-	return -EBUSY;
-}
-
-static int reload(void)
-{
-	const char *args = getenv("MLTUNE_KO_ARGS");
-
-	return mltune_load_module(args ? args : "");
-}
-
 FIXTURE(unload) {};
 FIXTURE_SETUP(unload) {}
 FIXTURE_TEARDOWN(unload) {}
@@ -55,12 +32,12 @@ TEST_F_TIMEOUT(unload, restores_affinities, 60)
 	ASSERT_EQ(0, feeder_write(list));
 	EXPECT_EQ(0, snap_check_steered(&orig, &f));
 
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, mltune_unload_module_wait());
 	ASSERT_NE(0, access(MLTUNE_SYSFS, F_OK));
 	EXPECT_EQ(0, snap_diff(&orig));
 
 	/* Reloaded, the module starts with no feeder set. */
-	ASSERT_EQ(0, reload());
+	ASSERT_EQ(0, mltune_reload_module());
 	ASSERT_EQ(0, feeder_read(buf, sizeof(buf)));
 	EXPECT_STREQ("", buf);
 	EXPECT_EQ(0, snap_diff(&orig));
@@ -68,12 +45,9 @@ TEST_F_TIMEOUT(unload, restores_affinities, 60)
 
 int main(int argc, char **argv)
 {
-	const char *ko = getenv("MLTUNE_KO");
-
 	mltune_require_module();
 	if (access(FEEDER_FILE, F_OK))
 		ksft_exit_skip("%s missing\n", FEEDER_FILE);
-	if (!ko || access(ko, R_OK))
-		ksft_exit_skip("MLTUNE_KO (the module file) not set or missing\n");
+	mltune_require_ko();
 	return test_harness_run(argc, argv);
 }

@@ -459,19 +459,7 @@ static inline int snap_check_steered(const struct snap *orig,
 /* One write(2) of @len bytes; 0 or -errno. */
 static inline int feeder_write_len(const char *buf, size_t len)
 {
-	int fd = open(FEEDER_FILE, O_WRONLY);
-	ssize_t n;
-	int err = 0;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, buf, len);
-	if (n < 0)
-		err = -errno;
-	else if ((size_t)n != len)
-		err = -EIO;
-	close(fd);
-	return err;
+	return mltune_write_len(FEEDER_FILE, buf, len);
 }
 
 static inline int feeder_write(const char *list)

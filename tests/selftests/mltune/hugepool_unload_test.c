@@ -32,7 +32,6 @@ static long node0(const char *file)
 
 TEST(unload_refused_while_mapped)
 {
-	const char *args = getenv("MLTUNE_KO_ARGS");
 	int fd, ret, i;
 	char *p;
 
@@ -67,15 +66,12 @@ TEST(unload_refused_while_mapped)
 	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=0:3M"));
 	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=99:2M"));
 	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=0"));
-	ASSERT_EQ(0, mltune_load_module(args ? args : ""));
+	ASSERT_EQ(0, mltune_reload_module());
 }
 
 int main(int argc, char **argv)
 {
-	const char *ko = getenv("MLTUNE_KO");
-
 	mltune_require_module();
-	if (!ko || access(ko, R_OK))
-		ksft_exit_skip("MLTUNE_KO (the module file) not set or missing\n");
+	mltune_require_ko();
 	return test_harness_run(argc, argv);
 }

@@ -39,8 +39,9 @@ static inline ssize_t mltune_read_file(const char *path, char *buf, size_t len)
 	return n;
 }
 
-/* Write a string with one write(2); returns 0 or -errno. */
-static inline int mltune_write_file(const char *path, const char *s)
+/* One write(2) of @len bytes; 0, -errno, or -EIO on a short write. */
+static inline int mltune_write_len(const char *path, const void *buf,
+				   size_t len)
 {
 	ssize_t n;
 	int err = 0;
@@ -48,13 +49,28 @@ static inline int mltune_write_file(const char *path, const char *s)
 
 	if (fd < 0)
 		return -errno;
-	n = write(fd, s, strlen(s));
+	n = write(fd, buf, len);
 	if (n < 0)
 		err = -errno;
-	else if ((size_t)n != strlen(s))
+	else if ((size_t)n != len)
 		err = -EIO;
 	close(fd);
 	return err;
+}
+
+/* Write a string with one write(2); returns 0 or -errno. */
+static inline int mltune_write_file(const char *path, const char *s)
+{
+	return mltune_write_len(path, s, strlen(s));
+}
+
+/* Skip the whole program (exit 4) when $MLTUNE_KO is not a readable file. */
+static inline void mltune_require_ko(void)
+{
+	const char *ko = getenv("MLTUNE_KO");
+
+	if (!ko || access(ko, R_OK))
+		ksft_exit_skip("MLTUNE_KO (the module file) not set or missing\n");
 }
 
 /* Load the module from $MLTUNE_KO with @params; 0 or -errno. */
@@ -78,6 +94,34 @@ static inline int mltune_load_module(const char *params)
 static inline int mltune_unload_module(void)
 {
 	return syscall(SYS_delete_module, "mltune", O_NONBLOCK) ? -errno : 0;
+}
+
+/*
+ * Unload, retrying for up to a second while the module is briefly busy
+ * (-EAGAIN/-EWOULDBLOCK); 0 or -errno.
+ */
+static inline int mltune_unload_module_wait(void)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		int ret = mltune_unload_module();
+
+		if (!ret)
+			return 0;
+		if (ret != -EAGAIN && ret != -EWOULDBLOCK)
+			return ret;
+		usleep(10000);
+	}
+	return -EBUSY;
+}
+
+/* Load the module again with the test bed's $MLTUNE_KO_ARGS. */
+static inline int mltune_reload_module(void)
+{
+	const char *args = getenv("MLTUNE_KO_ARGS");
+
+	return mltune_load_module(args ? args : "");
 }
 
 #endif /* MLTUNE_TEST_H */

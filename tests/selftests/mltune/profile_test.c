@@ -348,7 +348,7 @@ static const char *const bad_knob_lines[] = {
 static void bad(const char *path, const void *buf, size_t len, int want,
 		int *total, int *wrong)
 {
-	int r = wr_len(path, buf, len);
+	int r = mltune_write_len(path, buf, len);
 
 	if (r != want && ++*wrong < 10)
 		ksft_print_msg("%s: write of %zu bytes gave %d, want %d\n",
@@ -490,14 +490,14 @@ static int bad_writes_unprivileged(int *total_p)
 		if (syscall(SYS_capset, &h, d))
 			_exit(101);
 		for (i = 0; i < 4 * 50; i++) {
-			r = wr_len(files[i % 4], data[i % 4],
+			r = mltune_write_len(files[i % 4], data[i % 4],
 				   strlen(data[i % 4]));
 			wrong += r != -EPERM;
 		}
 		if (setgid(65534) || setuid(65534))
 			_exit(102);
 		for (i = 0; i < 4 * 50; i++) {
-			r = wr_len(files[i % 4], data[i % 4],
+			r = mltune_write_len(files[i % 4], data[i % 4],
 				   strlen(data[i % 4]));
 			wrong += r != -EACCES;
 		}

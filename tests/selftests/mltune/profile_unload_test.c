@@ -26,22 +26,6 @@
 static struct knob orig[2 * MAX_TEST_KNOBS], want[MAX_TEST_KNOBS];
 static int norig;
 
-static int unload(void)
-{
-	int i;
-
-	for (i = 0; i < 100; i++) {
-		int ret = mltune_unload_module();
-
-		if (!ret)
-			return 0;
-		if (ret != -EAGAIN && ret != -EWOULDBLOCK)
-			return ret;
-		usleep(10000);
-	}
-	return -EBUSY;
-}
-
 /* Current values of every knob of both built-in profiles, in orig[]. */
 static int record_orig(void)
 {
@@ -106,7 +90,7 @@ TEST_F_TIMEOUT(unload, restores_baseline, 60)
 	ASSERT_EQ(0, switch_to("training"));
 	nr = profile_knobs("training", want, MAX_TEST_KNOBS);
 	ASSERT_LT(10, nr);
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, mltune_unload_module_wait());
 	ASSERT_NE(0, access(MLTUNE_SYSFS, F_OK));
 	EXPECT_EQ(0, count_mismatches(orig, norig, true));
 
@@ -114,7 +98,7 @@ TEST_F_TIMEOUT(unload, restores_baseline, 60)
 	ASSERT_EQ(0, mltune_load_module("keep_on_unload=1"));
 	ASSERT_EQ(0, switch_to("inference"));
 	ASSERT_EQ(0, switch_to("training"));
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, mltune_unload_module_wait());
 	/* The optional knob may be skipped: compare the required ones. */
 	EXPECT_EQ(0, count_mismatches(want, required_only(want, nr), true));
 	/* Put the original values back by hand, then reload. */
@@ -136,17 +120,17 @@ TEST_F_TIMEOUT(unload, cycles_leak_nothing, 100)
 
 	for (i = 0; i < WARMUP + CYCLES; i++) {
 		if (i == WARMUP) {
-			ASSERT_EQ(0, unload());
+			ASSERT_EQ(0, mltune_unload_module_wait());
 			before = slab_kb();
 			ASSERT_EQ(0, mltune_load_module(""));
 		}
 		err |= switch_to("training");
 		err |= switch_to("inference");
 		err |= mltune_write_file(CONTROL_FILE, "+cycle");
-		ASSERT_EQ(0, unload()) TH_LOG("cycle %d", i);
+		ASSERT_EQ(0, mltune_unload_module_wait()) TH_LOG("cycle %d", i);
 		ASSERT_EQ(0, mltune_load_module("")) TH_LOG("cycle %d", i);
 	}
-	ASSERT_EQ(0, unload());
+	ASSERT_EQ(0, mltune_unload_module_wait());
 	after = slab_kb();
 	ASSERT_EQ(0, mltune_load_module(""));
 	EXPECT_EQ(0, err);
@@ -158,10 +142,7 @@ TEST_F_TIMEOUT(unload, cycles_leak_nothing, 100)
 
 int main(int argc, char **argv)
 {
-	const char *ko = getenv("MLTUNE_KO");
-
 	mltune_require_module();
-	if (!ko || access(ko, R_OK))
-		ksft_exit_skip("MLTUNE_KO (the module file) not set or missing\n");
+	mltune_require_ko();
 	return test_harness_run(argc, argv);
 }

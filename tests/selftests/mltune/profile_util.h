@@ -27,23 +27,6 @@ struct knob {
 	bool optional;
 };
 
-static inline int wr_len(const char *path, const void *buf, size_t len)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-	int err = 0;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, buf, len);
-	if (n < 0)
-		err = -errno;
-	else if ((size_t)n != len)
-		err = -EIO;
-	close(fd);
-	return err;
-}
-
 /* Read a file of any size into a malloc'd string; NULL on error. */
 static inline char *slurp(const char *path)
 {
