@@ -8,26 +8,10 @@
 # takes the fragment from the guest's own 'boot show'; the second boots with
 # it.  Under a minute per kernel on an idle host.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${MLTUNE_BUILD:-$ROOT/build}
-series=${1:-7.2}
-ctl=$BUILD/userspace/mltunectl
-n=0 pass=0 fail=0
-ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $*"; }
-notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
-show() { sed 's/^/# /' "$1" | tail -n "${2:-25}"; }
+. "$(dirname "$0")/lib.sh"
 
-echo "TAP version 13"
-echo "1..3"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+hv_begin 3
 vm() { MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-120} "$ROOT/tests/vm/run" --kernel "$series" --no-build --no-module "$@"; }
-
-if [ ! -x "$ctl" ]; then
-	echo "# $ctl not built"
-	echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0"
-	exit 1
-fi
 
 # 1. Booted without the fragment: verify exits 1 with a diff; the guest's own
 #    'boot show' gives the fragment for the second boot.
@@ -61,5 +45,4 @@ if [ -n "$frag" ] && [ "$rc" = 0 ] && grep -q "boot parameters match the plan" "
 else
 	notok "$series: boot verify passes when booted with the fragment (exit $rc)"; show "$tmp/with.log"
 fi
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" = 0 ]
+hv_end

@@ -11,28 +11,13 @@
 # checks that none of this is reported there (on 7.2 sched_ext is chosen).
 # Usage: feeder_isolcpus.sh [6.1|6.12|7.2]        Two boots, about a minute.
 set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${MLTUNE_BUILD:-$ROOT/build}
-series=${1:-7.2}
-ctl=$BUILD/userspace/mltunectl
-n=0 pass=0 fail=0
-ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $*"; }
-notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
-show() { sed 's/^/# /' "$1" | tail -n "${2:-25}"; }
+. "$(dirname "$0")/lib.sh"
 # check NAME LOG CONDITION...: ok when the condition (a command) succeeds.
 check() { local name=$1 log=$2; shift 2; if "$@"; then ok "$series: $name"; else notok "$series: $name"; show "$log"; fi; }
 
-echo "TAP version 13"
-echo "1..8"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+hv_begin 8
 vm() { MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-180} "$ROOT/tests/vm/run" --kernel "$series" --no-build "$@"; }
 
-if [ ! -x "$ctl" ]; then
-	echo "# $ctl not built"
-	echo "# Totals: pass:0 fail:1 xfail:0 xpass:0 skip:0 error:0"
-	exit 1
-fi
 # sched_ext is expected exactly where the kernel package has it.
 has_scx=0
 [ "$series" = 7.2 ] && has_scx=1
@@ -135,5 +120,4 @@ check "isolcpus boot: feeder off undoes it" "$tmp/iso.log" \
 # Both guests ran to the end without a splat (tests/vm/run: 124 timeout,
 # 125 kernel splat, 126 the command never completed).
 check "both guests ran clean (exit $rc_control, $rc_iso)" "$tmp/iso.log" test "$rc_control" = 0 -a "$rc_iso" = 0
-echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
-[ "$fail" = 0 ]
+hv_end
