@@ -25,7 +25,7 @@ cache=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}/clang-tidy
 mkdir -p "$cache"
 common=$({
 	clang-tidy-16 --version
-	git ls-files -s '*.h' '*.hpp' '*.bpf.c' '*.toml' .clang-tidy
+	git ls-files -s -- userspace tests/unit bpf kmod/include .clang-tidy | grep -E '\.(h|hpp|bpf\.c|toml)$|\.clang-tidy$'
 } | sha256sum | cut -c1-64)
 key_of() { # key_of TU: the unit's text and its compile command (paths relative to the tree)
 	{

@@ -43,12 +43,8 @@ struct Subcommand {
   Register add;
 };
 
-// register_verify adds both "verify" and "diff": k_registers holds each
-// function once, k_subcommands maps every top-level name to its function.
-constexpr Register k_registers[] = {register_profile, register_audit, register_verify,   register_switch,
-                                    register_persist, register_nic,   register_topology, register_plan,
-                                    register_boot,    register_sched, register_feeder,   register_pool};
-
+// Every top-level name and the function that registers it; register_verify
+// adds both "verify" and "diff" (the order is the help's).
 constexpr Subcommand k_subcommands[] = {
     {"profile", register_profile}, {"audit", register_audit},       {"verify", register_verify},
     {"diff", register_verify},     {"switch", register_switch},     {"persist", register_persist},
@@ -82,8 +78,10 @@ void register_subcommands(CLI::App &app, Context &ctx, const std::vector<std::st
     }
     break;
   }
-  for (Register add : k_registers) {
-    add(app, ctx);
+  for (size_t i = 0; i < std::size(k_subcommands); ++i) {
+    if (i == 0 || k_subcommands[i].add != k_subcommands[i - 1].add) {
+      k_subcommands[i].add(app, ctx);
+    }
   }
 }
 

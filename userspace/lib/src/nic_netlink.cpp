@@ -206,6 +206,22 @@ constexpr U32Attr k_pause[] = {
 };
 
 // Names of the bits set in a non-compact bitset (list mode).
+// Puts one setting's value as the attribute's type: u8 "on"/"off" or a u32
+// count (anything else, or more than 32 bits, is an input error).
+Status put_value(nl_msg *m, int attr, bool is_u8, const std::string &ifname, const std::string &key,
+                 const std::string &v) {
+  if (is_u8) {
+    nla_put_u8(m, attr, v == "on" ? 1 : 0);
+    return {};
+  }
+  std::uint64_t n = 0;
+  if (!parse_num(v, n) || n > 0xffffffffULL) {
+    return input_error(ifname + ": " + key + ": invalid value '" + v + "'");
+  }
+  nla_put_u32(m, attr, static_cast<std::uint32_t>(n));
+  return {};
+}
+
 std::vector<std::string> bitset_names(nlattr *bitset) {
   std::vector<std::string> out;
   nlattr *tb[ETHTOOL_A_BITSET_MAX + 1] = {};
@@ -467,7 +483,6 @@ public:
     }
 
     int cmd = 0;
-    int nest_flags = 0;
     std::function<Status(nl_msg *)> fill;
     if (group == "rings" || group == "channels" || group == "pause") {
       cmd = group == "rings"      ? ETHTOOL_MSG_RINGS_SET
@@ -482,14 +497,8 @@ public:
           if (it == tbl.end()) {
             return input_error(ifname + ": unknown setting " + k);
           }
-          if (group == "pause") {
-            nla_put_u8(m, it->attr, v == "on" ? 1 : 0);
-          } else {
-            std::uint64_t n = 0;
-            if (!parse_num(v, n) || n > 0xffffffffULL) {
-              return input_error(ifname + ": " + k + ": invalid value '" + v + "'");
-            }
-            nla_put_u32(m, it->attr, static_cast<std::uint32_t>(n));
+          if (auto st = put_value(m, it->attr, group == "pause", ifname, k, v); !st) {
+            return st;
           }
         }
         return {};
@@ -504,21 +513,14 @@ public:
           if (it == std::end(k_coal)) {
             return input_error(ifname + ": unknown setting " + k);
           }
-          if (it->is_u8) {
-            nla_put_u8(m, it->attr, v == "on" ? 1 : 0);
-          } else {
-            std::uint64_t n = 0;
-            if (!parse_num(v, n) || n > 0xffffffffULL) {
-              return input_error(ifname + ": " + k + ": invalid value '" + v + "'");
-            }
-            nla_put_u32(m, it->attr, static_cast<std::uint32_t>(n));
+          if (auto st = put_value(m, it->attr, it->is_u8, ifname, k, v); !st) {
+            return st;
           }
         }
         return {};
       };
     } else if (group == "features") {
       cmd = ETHTOOL_MSG_FEATURES_SET;
-      nest_flags = 0;
       fill = [&](nl_msg *m) -> Status {
         nlattr *wanted = nla_nest_start(m, ETHTOOL_A_FEATURES_WANTED);
         nlattr *bits = nla_nest_start(m, ETHTOOL_A_BITSET_BITS);
@@ -538,7 +540,7 @@ public:
       return input_error(ifname + ": unknown NIC setting group '" + group + "'");
     }
     Exchange x;
-    if (auto st = request(static_cast<std::uint8_t>(cmd), ifname, nest_flags, fill, x); !st) {
+    if (auto st = request(static_cast<std::uint8_t>(cmd), ifname, 0, fill, x); !st) {
       if (st.error().kind == Errc::input) {
         return st;
       }

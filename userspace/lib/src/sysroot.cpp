@@ -72,11 +72,7 @@ std::string Sysroot::host_path(std::string_view abs) const {
 }
 
 fs::path Sysroot::path(std::string_view abs) const {
-  std::string_view rel = abs;
-  while (!rel.empty() && rel.front() == '/') {
-    rel.remove_prefix(1);
-  }
-  return root_ / rel;
+  return host_path(abs);
 }
 
 bool Sysroot::exists(std::string_view abs) const {
