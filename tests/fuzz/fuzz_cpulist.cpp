@@ -2,7 +2,7 @@
 // whose formatted form parses back to the same set, or is an input error with
 // a message naming the source.  Also drives resolve_cpuset()'s spec parsing.
 #include "mltune/cpulist.hpp"
-#include "mltune/plan.hpp"
+#include "mltune/cpu_plan.hpp"
 
 #include <cstdint>
 #include <cstdlib>
@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   } else if (s.error().kind != mltune::Errc::input || s.error().message.rfind("fuzz: ", 0) != 0) {
     std::abort();
   }
-  mltune::Plan plan;
+  mltune::CpuPlan plan;
   plan.online = mltune::CpuSet{0, 1, 2, 3, 4, 5, 6, 7};
   plan.housekeeping = mltune::CpuSet{0, 1};
   plan.feeder = mltune::CpuSet{6, 7};

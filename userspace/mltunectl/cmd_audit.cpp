@@ -2,7 +2,8 @@
 #include "cli.hpp"
 
 #include "mltune/audit.hpp"
-#include "mltune/node.hpp"
+#include "mltune/compare.hpp"
+#include "mltune/node_info.hpp"
 
 #include <map>
 #include <ostream>

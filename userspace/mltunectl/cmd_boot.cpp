@@ -20,7 +20,7 @@ struct BootArgs {
 
 struct Computed {
   Profile profile;
-  Plan plan;
+  CpuPlan plan;
   std::vector<BootParam> params;
 };
 
@@ -36,7 +36,7 @@ std::optional<Computed> compute(Context &ctx, const BootArgs &a) {
     ctx.fail(t.error());
     return std::nullopt;
   }
-  auto p = make_plan(*t, a.plan);
+  auto p = make_cpu_plan(*t, a.plan);
   if (!p) {
     ctx.fail(p.error());
     return std::nullopt;

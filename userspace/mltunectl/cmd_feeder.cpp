@@ -1,8 +1,8 @@
 // mltunectl feeder status|on|off|run -- CMD  (Documentation/feeder.rst)
 #include "cli.hpp"
 
+#include "mltune/cpu_plan.hpp"
 #include "mltune/feeder.hpp"
-#include "mltune/plan.hpp"
 #include "mltune/topology.hpp"
 
 #include <ostream>
@@ -30,7 +30,7 @@ Result<std::pair<CpuSet, CpuSet>> resolve(const Sysroot &root, const std::string
   if (!t) {
     return t.error();
   }
-  auto p = make_plan(*t);
+  auto p = make_cpu_plan(*t);
   if (!p) {
     return p.error();
   }

@@ -14,7 +14,7 @@ void run_plan(Context &ctx, const PlanOptions &opts) {
   if (!t) {
     return ctx.fail(t.error());
   }
-  auto p = make_plan(*t, opts);
+  auto p = make_cpu_plan(*t, opts);
   if (!p) {
     return ctx.fail(p.error());
   }
@@ -50,7 +50,7 @@ void run_plan(Context &ctx, const PlanOptions &opts) {
 
 } // namespace
 
-nlohmann::json plan_json(const Plan &p) {
+nlohmann::json plan_json(const CpuPlan &p) {
   nlohmann::json j;
   j["empty"] = p.empty();
   j["online"] = p.online.str();

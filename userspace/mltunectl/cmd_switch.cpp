@@ -97,7 +97,7 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   if (!p) {
     return ctx.fail(p.error());
   }
-  auto plan = make_plan(*p, root);
+  auto plan = plan_switch(*p, root);
   if (!plan) {
     return ctx.fail(plan.error());
   }

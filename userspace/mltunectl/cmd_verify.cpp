@@ -1,7 +1,7 @@
 // mltunectl verify PROFILE, mltunectl diff A B
 #include "cli.hpp"
 
-#include "mltune/node.hpp"
+#include "mltune/compare.hpp"
 
 #include <ostream>
 

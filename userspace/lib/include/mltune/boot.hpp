@@ -2,8 +2,8 @@
 // GRUB drop-in that carries them, and their verification after a reboot.
 #pragma once
 
+#include "mltune/cpu_plan.hpp"
 #include "mltune/cpulist.hpp"
-#include "mltune/plan.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
@@ -36,7 +36,7 @@ struct BootParam {
   [[nodiscard]] std::string str() const { return value.empty() ? key : key + "=" + value; }
 };
 
-Result<std::vector<BootParam>> boot_params(const Topology &topo, const Plan &plan, const BootOptions &opts);
+Result<std::vector<BootParam>> boot_params(const Topology &topo, const CpuPlan &plan, const BootOptions &opts);
 // "nohz_full=8-15 isolcpus=managed_irq,domain,8-15 ..."
 std::string boot_fragment(const std::vector<BootParam> &params);
 // Content of /etc/default/grub.d/mltune.cfg.

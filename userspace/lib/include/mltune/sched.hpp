@@ -106,7 +106,7 @@ std::unique_ptr<SchedSystem> make_live_sched_system(const Sysroot &root);
 // feeder-core plan ("feeder", "feeder:N", "housekeeping", "workers").  Roles
 // come from `feeder` when given (mltunectl --feeder; housekeeping is then the
 // other online CPUs), else /sys/kernel/mltune/feeder/cpus, else the topology
-// planner (plan.hpp).
+// planner (cpu_plan.hpp).
 Result<std::string> resolve_placement(const Sysroot &root, std::string_view spec, std::string_view feeder);
 
 // Bandwidth ledger of one root domain.

@@ -41,7 +41,7 @@ struct SwitchPlan {
 
 // Validates the profile against the node: fails (Errc::failed) when a
 // required knob does not exist, before anything is written.
-Result<SwitchPlan> make_plan(const Profile &profile, const Sysroot &root);
+Result<SwitchPlan> plan_switch(const Profile &profile, const Sysroot &root);
 
 struct SwitchReport {
   Backend backend = Backend::direct;
@@ -56,7 +56,7 @@ Backend choose_backend(const Sysroot &root, Backend wanted);
 // The direct backend.  On failure nothing stays changed; the error names the
 // knob and carries its errno.
 Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root);
-// The same with the plan make_plan() made for `profile` just before (its
+// The same with the plan plan_switch() made for `profile` just before (its
 // current values are the ones captured for the rollback).
 Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, const SwitchPlan &plan);
 Result<SwitchReport> restore_baseline_direct(const Sysroot &root);

@@ -1,6 +1,6 @@
 #include "fake_sysroot.hpp"
 
-#include "mltune/node.hpp"
+#include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
 #include <cerrno>
@@ -27,7 +27,7 @@ protected:
 } // namespace
 
 TEST_F(Switch, PlanShowsWritesAndUnchanged) {
-  auto plan = make_plan(training, root);
+  auto plan = plan_switch(training, root);
   ASSERT_TRUE(plan) << plan.error().message;
   ASSERT_EQ(plan->steps.size(), training.knobs.size());
   const auto &sw =

@@ -1,5 +1,5 @@
 // [[sched.rule]] parsing, validation and matching.
-#include "sched_internal.hpp"
+#include "internal.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,5 +1,5 @@
-// Plan building, backend choice and the direct (user-space transaction) backend.
-#include "mltune/node.hpp"
+// CpuPlan building, backend choice and the direct (user-space transaction) backend.
+#include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
 #include <nlohmann/json.hpp>
@@ -28,7 +28,7 @@ Backend choose_backend(const Sysroot &root, Backend wanted) {
   return kernel_backend_present(root) ? Backend::kernel : Backend::direct;
 }
 
-Result<SwitchPlan> make_plan(const Profile &profile, const Sysroot &root) {
+Result<SwitchPlan> plan_switch(const Profile &profile, const Sysroot &root) {
   SwitchPlan plan{profile.name, {}};
   for (const auto &st : compare(profile, root)) {
     const Knob &k = *st.knob;
@@ -130,7 +130,7 @@ Result<SwitchReport> transact(const std::string &profile, const std::vector<Writ
 } // namespace
 
 Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) {
-  auto plan = make_plan(profile, root);
+  auto plan = plan_switch(profile, root);
   if (!plan) {
     return plan.error();
   }

@@ -1,7 +1,8 @@
 #include "fake_sysroot.hpp"
 
 #include "mltune/audit.hpp"
-#include "mltune/node.hpp"
+#include "mltune/compare.hpp"
+#include "mltune/node_info.hpp"
 #include "mltune/switch.hpp"
 
 #include <filesystem>

@@ -1,8 +1,8 @@
 // The watcher: proc connector (NETLINK_CONNECTOR, CN_IDX_PROC) fork, exec
 // and comm events drive the rules for threads as they appear and get named.
 // libnl has no connector helpers, so this is a raw netlink socket.
+#include "internal.hpp"
 #include "mltune/sched.hpp"
-#include "sched_internal.hpp"
 
 #include <algorithm>
 #include <cerrno>

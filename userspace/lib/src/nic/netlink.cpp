@@ -1,7 +1,7 @@
 // The live NIC backend: ethtool generic netlink and rtnetlink through libnl,
 // queue IRQs and RPS through the sysroot.
 #include "mltune/nic.hpp"
-#include "mltune/node.hpp"
+#include "mltune/node_info.hpp"
 
 #include <linux/ethtool.h>
 #include <linux/ethtool_netlink.h>

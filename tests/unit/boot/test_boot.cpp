@@ -139,7 +139,7 @@ TEST(Boot, ApplyAndRemoveTheGrubDropin) {
 
 TEST(Boot, ParamsApi) {
   const Topology t = discover_topology(mltune::test::fixture("guest-q35")).value();
-  const Plan p = make_plan(t).value();
+  const CpuPlan p = make_cpu_plan(t).value();
   BootOptions o;
   auto params = boot_params(t, p, o).value();
   EXPECT_EQ(boot_fragment(params), "isolcpus=managed_irq,domain,6-7 nohz_full=6-7 rcu_nocbs=6-7 "

@@ -1,4 +1,4 @@
-#include "mltune/plan.hpp"
+#include "mltune/cpu_plan.hpp"
 
 #include "cli.hpp"
 #include "topology_fixture.hpp"
@@ -12,15 +12,15 @@ using mltune::test::fixture;
 
 namespace {
 
-Plan plan_of(std::string_view name, PlanOptions o = {}) {
+CpuPlan plan_of(std::string_view name, PlanOptions o = {}) {
   auto t = discover_topology(fixture(name));
   EXPECT_TRUE(t.ok()) << name;
-  auto p = make_plan(*t, o);
+  auto p = make_cpu_plan(*t, o);
   EXPECT_TRUE(p.ok()) << name << ": " << (p.ok() ? "" : p.error().message);
   return *p;
 }
 
-bool any_reason(const Plan &p, std::string_view needle) {
+bool any_reason(const CpuPlan &p, std::string_view needle) {
   return std::any_of(p.reasons.begin(), p.reasons.end(),
                      [&](const std::string &r) { return r.find(needle) != std::string::npos; });
 }
@@ -28,11 +28,11 @@ bool any_reason(const Plan &p, std::string_view needle) {
 } // namespace
 
 // The acceptance invariants, on every fixture.
-TEST(Plan, InvariantsOnEveryFixture) {
+TEST(CpuPlan, InvariantsOnEveryFixture) {
   for (const auto name : mltune::test::k_fixtures) {
     SCOPED_TRACE(name);
     const Topology t = discover_topology(fixture(name)).value();
-    const Plan p = make_plan(t).value();
+    const CpuPlan p = make_cpu_plan(t).value();
     EXPECT_FALSE(p.reasons.empty());
     EXPECT_TRUE(p.housekeeping.test(0)) << "CPU 0 must be a housekeeping CPU";
     for (const auto &s : t.sockets) {
@@ -61,8 +61,8 @@ TEST(Plan, InvariantsOnEveryFixture) {
   }
 }
 
-TEST(Plan, EightGpuServer) {
-  const Plan p = plan_of("hgx-2s-8gpu");
+TEST(CpuPlan, EightGpuServer) {
+  const CpuPlan p = plan_of("hgx-2s-8gpu");
   ASSERT_EQ(p.gpus.size(), 8U);
   EXPECT_EQ(p.housekeeping.str(), "0-1,48-49,96-97,144-145");
   EXPECT_EQ(p.gpus[0].feeder.str(), "2-3,98-99");
@@ -80,27 +80,27 @@ TEST(Plan, EightGpuServer) {
   EXPECT_EQ(nic.irqs.size(), 65U);
 }
 
-TEST(Plan, GpusPerRank) {
-  const Plan p = plan_of("hgx-2s-8gpu", {.gpus_per_rank = 4});
+TEST(CpuPlan, GpusPerRank) {
+  const CpuPlan p = plan_of("hgx-2s-8gpu", {.gpus_per_rank = 4});
   ASSERT_EQ(p.ranks.size(), 2U);
   EXPECT_EQ(p.ranks[1].gpus, (std::vector<unsigned>{4, 5, 6, 7}));
   EXPECT_EQ(p.ranks[1].cpus.str(), "50-57,146-153");
   EXPECT_EQ(p.ranks[1].omp_threads, 8U);
   EXPECT_EQ(p.ranks[0].dataloader_workers, 38U);
   auto t = discover_topology(fixture("hgx-2s-8gpu")).value();
-  auto bad = make_plan(t, {.gpus_per_rank = 3});
+  auto bad = make_cpu_plan(t, {.gpus_per_rank = 3});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, Errc::input);
   EXPECT_NE(bad.error().message.find("8 GPUs cannot be split into ranks of 3"), std::string::npos);
-  const Plan two = plan_of("hgx-2s-8gpu", {.gpus_per_rank = 8});
+  const CpuPlan two = plan_of("hgx-2s-8gpu", {.gpus_per_rank = 8});
   EXPECT_FALSE(two.warnings.empty()); // one rank across both sockets: explained
 }
 
-TEST(Plan, FeederCoresPerGpu) {
-  const Plan p = plan_of("hgx-2s-8gpu", {.feeder_cores_per_gpu = 4});
+TEST(CpuPlan, FeederCoresPerGpu) {
+  const CpuPlan p = plan_of("hgx-2s-8gpu", {.feeder_cores_per_gpu = 4});
   EXPECT_EQ(p.gpus[1].feeder.str(), "6-9,102-105");
   auto t = discover_topology(fixture("hgx-2s-8gpu")).value();
-  auto bad = make_plan(t, {.feeder_cores_per_gpu = 12});
+  auto bad = make_cpu_plan(t, {.feeder_cores_per_gpu = 12});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("node 0 has 46 free physical cores after housekeeping; 4 GPUs x 12 feeder "
                                      "cores need 48"),
@@ -108,8 +108,8 @@ TEST(Plan, FeederCoresPerGpu) {
       << bad.error().message;
 }
 
-TEST(Plan, EpycNps4NicNodesGetLocalHousekeeping) {
-  const Plan p = plan_of("epyc-nps4-4gpu");
+TEST(CpuPlan, EpycNps4NicNodesGetLocalHousekeeping) {
+  const CpuPlan p = plan_of("epyc-nps4-4gpu");
   // One socket of 64 cores: 3 housekeeping cores (1 per 24) from node 0, plus
   // one on nodes 1 and 3 for the NICs there.
   EXPECT_EQ(p.housekeeping.str(), "0-2,16,48,64-66,80,112");
@@ -120,16 +120,16 @@ TEST(Plan, EpycNps4NicNodesGetLocalHousekeeping) {
   EXPECT_TRUE(any_reason(p, "so enp33s0f0np0's IRQs stay on its own NUMA node"));
 }
 
-TEST(Plan, GpuOnNodeWithoutCpus) {
-  const Plan p = plan_of("gpu-memory-node");
+TEST(CpuPlan, GpuOnNodeWithoutCpus) {
+  const CpuPlan p = plan_of("gpu-memory-node");
   ASSERT_EQ(p.gpus.size(), 1U);
   EXPECT_EQ(p.gpus[0].gpu_node, 1);
   EXPECT_EQ(p.gpus[0].cpu_node, 0);
   EXPECT_TRUE(any_reason(p, "which has no CPUs: its feeder cores come from the nearest node with CPUs, node 0"));
 }
 
-TEST(Plan, WorkstationWithUnreportedNode) {
-  const Plan p = plan_of("workstation-1gpu");
+TEST(CpuPlan, WorkstationWithUnreportedNode) {
+  const CpuPlan p = plan_of("workstation-1gpu");
   ASSERT_EQ(p.gpus.size(), 1U);
   EXPECT_EQ(p.gpus[0].cpu_node, 0);
   EXPECT_EQ(p.housekeeping.str(), "0-1");
@@ -137,8 +137,8 @@ TEST(Plan, WorkstationWithUnreportedNode) {
   EXPECT_EQ(p.ranks[0].dataloader_workers, 21U);
 }
 
-TEST(Plan, NoGpuAndTinyMachinesGiveAnExplainedEmptyPlan) {
-  const Plan p = plan_of("vm-2cpu");
+TEST(CpuPlan, NoGpuAndTinyMachinesGiveAnExplainedEmptyPlan) {
+  const CpuPlan p = plan_of("vm-2cpu");
   EXPECT_TRUE(p.empty());
   EXPECT_TRUE(p.gpus.empty());
   EXPECT_TRUE(p.ranks.empty());
@@ -155,21 +155,21 @@ TEST(Plan, NoGpuAndTinyMachinesGiveAnExplainedEmptyPlan) {
   std::filesystem::create_directories(f.root().path("/sys/bus/pci/devices"));
   std::filesystem::create_directory_symlink("../../../devices/pci0000:00/0000:00:05.0",
                                             f.root().path("/sys/bus/pci/devices/0000:00:05.0"));
-  const Plan small = make_plan(discover_topology(f.root()).value()).value();
+  const CpuPlan small = make_cpu_plan(discover_topology(f.root()).value()).value();
   EXPECT_TRUE(small.empty());
   EXPECT_TRUE(any_reason(small, "too small to isolate anything"));
 }
 
-TEST(Plan, GuestPlan) {
-  const Plan p = plan_of("guest-q35");
+TEST(CpuPlan, GuestPlan) {
+  const CpuPlan p = plan_of("guest-q35");
   EXPECT_EQ(p.housekeeping.str(), "0-1,4-5");
   EXPECT_EQ(p.feeder.str(), "6-7");
   EXPECT_EQ(p.nics[1].irq_cpus.str(), "4-5");
   EXPECT_EQ(p.nics[0].irq_cpus.str(), "0-1,4-5"); // e1000e: no node reported
 }
 
-TEST(Plan, ResolveCpuset) {
-  const Plan p = plan_of("hgx-2s-8gpu");
+TEST(CpuPlan, ResolveCpuset) {
+  const CpuPlan p = plan_of("hgx-2s-8gpu");
   EXPECT_EQ(resolve_cpuset("feeder", p).value(), p.feeder);
   EXPECT_EQ(resolve_cpuset("housekeeping", p).value(), p.housekeeping);
   EXPECT_EQ(resolve_cpuset("workers", p).value(), p.workers);

@@ -2,7 +2,7 @@
 // root domain, one-shot apply, reset and the state file.
 #include "mltune/sched.hpp"
 
-#include "mltune/plan.hpp"
+#include "mltune/cpu_plan.hpp"
 #include "mltune/topology.hpp"
 
 #include <nlohmann/json.hpp>
@@ -917,7 +917,7 @@ Result<std::string> resolve_placement(const Sysroot &root, std::string_view spec
   if (!topo) {
     return input_error("placement '" + std::string(spec) + "': " + topo.error().message);
   }
-  auto plan = make_plan(*topo);
+  auto plan = make_cpu_plan(*topo);
   if (!plan) {
     return input_error("placement '" + std::string(spec) + "': " + plan.error().message);
   }

@@ -1,6 +1,6 @@
 #include "fake_sysroot.hpp"
 
-#include "mltune/node.hpp"
+#include "mltune/compare.hpp"
 #include "mltune/profile.hpp"
 
 #include <gtest/gtest.h>

@@ -100,7 +100,7 @@ BootOptions boot_options_for(const Profile &profile) {
   return o;
 }
 
-Result<std::vector<BootParam>> boot_params(const Topology &topo, const Plan &plan, const BootOptions &opts) {
+Result<std::vector<BootParam>> boot_params(const Topology &topo, const CpuPlan &plan, const BootOptions &opts) {
   std::vector<BootParam> out;
   auto iso = resolve_cpuset(opts.isolate, plan);
   if (!iso) {

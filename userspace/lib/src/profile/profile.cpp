@@ -1,8 +1,8 @@
 #include "mltune/profile.hpp"
 
 #include "mltune/catalog.hpp"
-#include "nic_toml.hpp"
-#include "sched_internal.hpp"
+#include "nic/profile_tables.hpp"
+#include "sched/internal.hpp"
 
 #include <toml++/toml.h>
 

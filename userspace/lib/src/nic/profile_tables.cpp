@@ -1,5 +1,5 @@
 // `[nic."GLOB"]` profile tables -> NicRule.
-#include "nic_toml.hpp"
+#include "profile_tables.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -1,7 +1,7 @@
 // GPU-feeder core planning (Documentation/topology.rst, DESIGN.md
 // "GPU-feeder cores").
 //
-// make_plan() splits a machine's physical cores into three roles and never
+// make_cpu_plan() splits a machine's physical cores into three roles and never
 // splits an SMT pair between roles:
 //   housekeeping - OS, kthreads, IRQs: at least one core per socket (the core
 //                  of CPU 0 on its socket) plus one on every NUMA node that
@@ -10,7 +10,7 @@
 //                  nearest node with CPUs when the GPU's node has none) for
 //                  the training loop and NCCL proxy threads; isolated at boot;
 //   workers      - everything else: DataLoader workers of the node's ranks.
-// Every decision is recorded in Plan::reasons for the human output.  A machine
+// Every decision is recorded in CpuPlan::reasons for the human output.  A machine
 // without GPUs, or too small to isolate anything, gets an empty plan whose
 // reasons say why.
 //
@@ -61,7 +61,7 @@ struct RankPlan {
   std::string launch; // "numactl ... taskset ... env ... <command>"
 };
 
-struct Plan {
+struct CpuPlan {
   CpuSet online;
   CpuSet housekeeping;
   CpuSet feeder;  // union of every GpuPlan::feeder
@@ -78,13 +78,13 @@ struct Plan {
 
 // Errc::input when the options cannot be met (feeder cores requested beyond
 // what a node has, GPU count not a multiple of gpus_per_rank).
-Result<Plan> make_plan(const Topology &topo, const PlanOptions &opts = {});
+Result<CpuPlan> make_cpu_plan(const Topology &topo, const PlanOptions &opts = {});
 
 // A CPU set given literally or by its role in the plan, as profiles write it:
 //   "0-3,8"        a cpulist
 //   "feeder"       every feeder core       "feeder:N"  the feeder cores of GPU N
 //   "housekeeping" housekeeping cores      "workers"   DataLoader worker cores
 //   "nic:NAME"     IRQ CPUs of NIC NAME    "online"    every online CPU
-Result<CpuSet> resolve_cpuset(std::string_view spec, const Plan &plan);
+Result<CpuSet> resolve_cpuset(std::string_view spec, const CpuPlan &plan);
 
 } // namespace mltune

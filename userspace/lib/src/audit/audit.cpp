@@ -1,6 +1,7 @@
 #include "mltune/audit.hpp"
 
-#include "mltune/node.hpp"
+#include "mltune/compare.hpp"
+#include "mltune/node_info.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "mltune/plan.hpp"
+#include "mltune/cpu_plan.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -39,11 +39,11 @@ CpuSet threads_of(const std::vector<const Core *> &cores) {
 
 } // namespace
 
-Result<Plan> make_plan(const Topology &topo, const PlanOptions &opts) {
+Result<CpuPlan> make_cpu_plan(const Topology &topo, const PlanOptions &opts) {
   if (opts.gpus_per_rank == 0) {
     return input_error("--gpus-per-rank must be at least 1");
   }
-  Plan p;
+  CpuPlan p;
   p.online = topo.online;
   p.warnings = topo.warnings;
   auto &why = p.reasons;
@@ -67,7 +67,7 @@ Result<Plan> make_plan(const Topology &topo, const PlanOptions &opts) {
       p.nics.push_back(std::move(np));
     }
   };
-  auto empty_plan = [&](std::string reason) -> Plan {
+  auto empty_plan = [&](std::string reason) -> CpuPlan {
     why.push_back(std::move(reason));
     why.push_back("nothing is isolated: every online CPU (" + topo.online.str() + ") stays a housekeeping CPU");
     p.housekeeping = topo.online;
@@ -345,7 +345,7 @@ Result<Plan> make_plan(const Topology &topo, const PlanOptions &opts) {
   return p;
 }
 
-Result<CpuSet> resolve_cpuset(std::string_view spec, const Plan &plan) {
+Result<CpuSet> resolve_cpuset(std::string_view spec, const CpuPlan &plan) {
   if (spec == "feeder") {
     return plan.feeder;
   }

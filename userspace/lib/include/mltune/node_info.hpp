@@ -1,0 +1,24 @@
+// Facts about the running node that several subsystems ask for.
+#pragma once
+
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+
+#include <string>
+
+namespace mltune {
+
+// Kernel release of the node (<sysroot>/proc/sys/kernel/osrelease).
+struct KernelVersion {
+  int major = 0, minor = 0, patch = 0;
+  std::string release;
+};
+Result<KernelVersion> kernel_version(const Sysroot &root);
+
+// The pid of a running irqbalance, or 0. Looks in the cgroup of systemd's
+// irqbalance.service first (one read) and scans /proc only where the
+// irqbalance program is installed but not found there: on a node with
+// thousands of kernel threads a /proc scan costs milliseconds.
+int irqbalance_pid(const Sysroot &root);
+
+} // namespace mltune
