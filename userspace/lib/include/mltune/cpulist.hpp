@@ -1,4 +1,7 @@
-// CPU sets and the kernel's cpulist text format ("0-3,8-11").
+// CPU sets: the one CPU-set type of libmltune, with the kernel's two text
+// forms (cpulist "0-3,8-11" and the hex cpumask "ff,ffffffff" of
+// /proc/irq/*/smp_affinity and rps_cpus) and cpu_set_t for the affinity
+// system calls, sized with CPU_ALLOC for k_max_cpus.
 //
 // parse_cpuset() accepts exactly what sysfs prints and what the kernel's
 // bitmap_parselist() takes on the command line: comma-separated CPU numbers,
@@ -10,7 +13,10 @@
 
 #include "mltune/result.hpp"
 
+#include <sched.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +53,27 @@ public:
 
   // "0-3,8-11"; "" for the empty set.
   [[nodiscard]] std::string str() const;
+  // The sysfs cpumask form: 32-bit groups in hex, most significant first,
+  // separated by ',', the first unpadded ("f,0000ffff"); "0" for the empty set.
+  [[nodiscard]] std::string mask_str() const;
+
+  // cpu_set_t for sched_setaffinity(2) and friends, CPU_ALLOC'd for
+  // k_max_cpus CPUs; size() is the byte size to pass to the call.
+  class Native {
+  public:
+    Native();
+    [[nodiscard]] cpu_set_t *get() { return set_.get(); }
+    [[nodiscard]] const cpu_set_t *get() const { return set_.get(); }
+    [[nodiscard]] static size_t size();
+
+  private:
+    struct Free {
+      void operator()(cpu_set_t *s) const { CPU_FREE(s); }
+    };
+    std::unique_ptr<cpu_set_t, Free> set_;
+  };
+  [[nodiscard]] Native native() const;
+  static CpuSet from_native(const Native &n);
 
 private:
   void trim();
@@ -55,5 +82,8 @@ private:
 
 // `where` names the source in errors ("/sys/devices/system/node/node0/cpulist").
 Result<CpuSet> parse_cpuset(std::string_view text, std::string_view where = "cpulist");
+// The hex cpumask form (mask_str(); groups may be zero-padded, surrounding
+// whitespace is ignored).  Bits at or above k_max_cpus are an input error.
+Result<CpuSet> parse_cpumask(std::string_view text, std::string_view where = "cpumask");
 
 } // namespace mltune

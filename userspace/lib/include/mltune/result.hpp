@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -37,6 +38,12 @@ inline Error failure(std::string msg, int err = 0) {
 }
 // "what: strerror(err)" with errno kept.
 Error sys_error(const std::string &what, int err);
+// The same error seen from a wider context: "context: message", with its kind
+// and errno kept.  The one way context is added to an error.
+inline Error with_context(Error e, std::string_view context) {
+  e.message = std::string(context) + ": " + e.message;
+  return e;
+}
 
 template <class T> class [[nodiscard]] Result {
 public:

@@ -1,5 +1,7 @@
 #include "mltune/audit.hpp"
 
+#include "mltune/parse.hpp"
+
 #include "mltune/compare.hpp"
 #include "mltune/node_info.hpp"
 
@@ -47,13 +49,12 @@ std::vector<std::string_view> lines(std::string_view s) {
 }
 
 bool is_number(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return parse_int<unsigned long long>(s).has_value();
 }
 
+// A non-negative number, or -1.
 long long to_ll(std::string_view s) {
-  long long v = -1;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
+  return parse_int<long long>(s).value_or(-1);
 }
 
 // Runs argv, returns its stdout (nullopt when it cannot run or fails).

@@ -1,4 +1,7 @@
+// CpuSet and its text and cpu_set_t forms (see mltune/cpulist.hpp).
 #include "mltune/cpulist.hpp"
+
+#include "mltune/parse.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -144,10 +147,6 @@ std::string CpuSet::str() const {
 
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
 class Parser {
 public:
   Parser(std::string_view text, size_t base, std::string_view where) : s_(text), base_(base), where_(where) {}
@@ -166,14 +165,13 @@ public:
     if (pos_ == start) {
       return error(std::string("expected ") + what);
     }
-    unsigned v = 0;
-    const auto [p, ec] = std::from_chars(s_.data() + start, s_.data() + pos_, v);
-    if (ec != std::errc{} || v >= k_max_cpus) {
+    const auto v = parse_int<unsigned>(s_.substr(start, pos_ - start));
+    if (!v || *v >= k_max_cpus) {
       const std::string tok(s_.substr(start, std::min<size_t>(pos_ - start, 12)));
       pos_ = start;
       return error(std::string(what) + " " + tok + " out of range (0-" + std::to_string(k_max_cpus - 1) + ")");
     }
-    return v;
+    return *v;
   }
 
   bool eat(char c) {
@@ -271,21 +269,106 @@ private:
 } // namespace
 
 Result<CpuSet> parse_cpuset(std::string_view text, std::string_view where) {
-  size_t b = 0;
-  size_t e = text.size();
-  while (b < e && is_space(text[b])) {
-    ++b;
-  }
-  while (e > b && is_space(text[e - 1])) {
-    --e;
-  }
+  const std::string_view t = trim(text);
   CpuSet out;
-  if (b == e) {
+  if (t.empty()) {
     return out;
   }
-  Parser p(text.substr(b, e - b), b, where);
+  Parser p(t, static_cast<size_t>(t.data() - text.data()), where);
   if (auto st = p.parse(out); !st) {
     return st.error();
+  }
+  return out;
+}
+
+std::string CpuSet::mask_str() const {
+  if (empty()) {
+    return "0";
+  }
+  std::string out;
+  const unsigned top = static_cast<unsigned>(words_.size() * 2); // 32-bit groups
+  for (unsigned g = top; g-- > 0;) {
+    const auto w = static_cast<std::uint32_t>(words_[g / 2] >> (32 * (g % 2)));
+    if (out.empty() && w == 0) {
+      continue;
+    }
+    char buf[12];
+    auto [p, ec] = std::to_chars(buf, buf + sizeof(buf), w, 16);
+    const std::string_view hex(buf, static_cast<size_t>(p - buf));
+    if (!out.empty()) {
+      out += ',';
+      out.append(8 - hex.size(), '0');
+    }
+    out += hex;
+  }
+  return out;
+}
+
+CpuSet::Native::Native() : set_(CPU_ALLOC(k_max_cpus)) {
+  if (!set_) {
+    throw std::bad_alloc();
+  }
+  CPU_ZERO_S(size(), set_.get());
+}
+
+size_t CpuSet::Native::size() {
+  return CPU_ALLOC_SIZE(k_max_cpus);
+}
+
+CpuSet::Native CpuSet::native() const {
+  Native n;
+  for (const unsigned c : cpus()) {
+    CPU_SET_S(c, Native::size(), n.get());
+  }
+  return n;
+}
+
+CpuSet CpuSet::from_native(const Native &n) {
+  CpuSet out;
+  for (unsigned c = 0; c < k_max_cpus; ++c) {
+    if (CPU_ISSET_S(c, Native::size(), n.get())) {
+      out.set(c);
+    }
+  }
+  return out;
+}
+
+Result<CpuSet> parse_cpumask(std::string_view text, std::string_view where) {
+  const std::string_view t = trim(text);
+  auto bad = [&](const std::string &why) {
+    return input_error(std::string(where) + ": invalid cpumask '" + std::string(t.substr(0, 64)) + "': " + why);
+  };
+  if (t.empty()) {
+    return bad("empty");
+  }
+  CpuSet out;
+  unsigned group = 0; // from the right
+  size_t end = t.size();
+  while (true) {
+    const size_t comma = t.rfind(',', end - 1);
+    const size_t begin = comma == std::string_view::npos ? 0 : comma + 1;
+    const std::string_view chunk = t.substr(begin, end - begin);
+    if (chunk.empty() || chunk.size() > 8) {
+      return bad("each ','-separated group is 1 to 8 hex digits");
+    }
+    auto v = parse_int<std::uint32_t>(chunk, 16);
+    if (!v) {
+      return bad("not hexadecimal");
+    }
+    for (unsigned b = 0; b < 32; ++b) {
+      if (((*v >> b) & 1U) != 0) {
+        const unsigned cpu = group * 32 + b;
+        if (cpu >= k_max_cpus) {
+          return bad("CPU " + std::to_string(cpu) + " is beyond the limit of " + std::to_string(k_max_cpus));
+        }
+        out.set(cpu);
+      }
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    end = comma;
+    ++group;
   }
   return out;
 }

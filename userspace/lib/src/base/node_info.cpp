@@ -2,6 +2,8 @@
 // release and whether irqbalance runs.
 #include "mltune/node_info.hpp"
 
+#include "mltune/parse.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -25,9 +27,8 @@ namespace {
 
 // The pid when `name` is a pid whose comm is irqbalance, else 0.
 int irqbalance_at(const Sysroot &root, std::string_view name) {
-  int pid = 0;
-  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
-  if (name.empty() || ec != std::errc() || end != name.data() + name.size() || pid <= 0) {
+  const int pid = parse_int<int>(name).value_or(0);
+  if (pid <= 0) {
     return 0;
   }
   auto comm = root.read_value("/proc/" + std::string(name) + "/comm");

@@ -1,5 +1,7 @@
 #include "mltune/sysroot.hpp"
 
+#include "base/unique_fd.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -17,24 +19,6 @@ Error sys_error(const std::string &what, int err) {
 namespace {
 
 constexpr size_t k_max_read = 1 << 20;
-
-// Closes a file descriptor on scope exit.
-class Fd {
-public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  ~Fd() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  [[nodiscard]] int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
-private:
-  int fd_;
-};
 
 bool has_dotdot(std::string_view p) {
   // A component-wise scan: "a/../b" and "/.." are refused, "a..b" is not.
@@ -89,7 +73,7 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
-  const Fd fd(::open(host_path(abs).c_str(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd fd(::open(host_path(abs).c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
@@ -129,7 +113,7 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
   if (auto it = faults_.find(abs); it != faults_.end()) {
     return sys_error(std::string(abs) + ": write", it->second);
   }
-  const Fd fd(::open(host_path(abs).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  const UniqueFd fd(::open(host_path(abs).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
@@ -163,7 +147,7 @@ Status Sysroot::write_file(std::string_view abs, std::string_view content, bool 
   }
   const fs::path tmp = target.string() + ".mltune-tmp";
   {
-    const Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    const UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (fd.get() < 0) {
       return sys_error(tmp.string() + ": open", errno);
     }

@@ -1,6 +1,8 @@
 // Huge-page pool: sysfs state and /dev/mltune buffers (see pool.hpp).
 #include "mltune/pool.hpp"
 
+#include "mltune/parse.hpp"
+
 #include <linux/mltune.h>
 
 #include <algorithm>
@@ -30,13 +32,11 @@ Result<std::uint64_t> read_u64(const Sysroot &root, const std::string &abs) {
   if (!v) {
     return v.error();
   }
-  std::uint64_t n = 0;
-  const auto *end = v->data() + v->size();
-  auto [p, ec] = std::from_chars(v->data(), end, n);
-  if (ec != std::errc() || p != end) {
+  const auto n = parse_int<std::uint64_t>(*v);
+  if (!n) {
     return failure(abs + ": unexpected content '" + *v + "'");
   }
-  return n;
+  return *n;
 }
 
 Result<PoolNode> read_node(const Sysroot &root, int node) {
@@ -94,13 +94,11 @@ Result<PoolStatus> pool_status(const Sysroot &root) {
   PoolStatus st;
   std::vector<int> ids;
   for (const auto &name : root.list_dir(k_dir)) {
-    int id = 0;
     if (name.rfind("node", 0) != 0) {
       continue;
     }
-    auto [p, ec] = std::from_chars(name.data() + 4, name.data() + name.size(), id);
-    if (ec == std::errc() && p == name.data() + name.size()) {
-      ids.push_back(id);
+    if (const auto id = parse_int<int>(std::string_view(name).substr(4)); id && *id >= 0) {
+      ids.push_back(*id);
     }
   }
   std::sort(ids.begin(), ids.end());
@@ -141,11 +139,11 @@ Result<std::uint64_t> parse_pool_size(std::string_view text) {
   if (shift != 0) {
     text.remove_suffix(1);
   }
-  std::uint64_t v = 0;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) {
+  const auto parsed = parse_int<std::uint64_t>(text);
+  if (!parsed) {
     return input_error("bad pool size '" + std::string(orig) + "': want 2 MiB pages (256) or 512M, 1G, ...");
   }
+  const std::uint64_t v = *parsed;
   if (shift == 0) {
     return v;
   }

@@ -1,5 +1,7 @@
 #include "mltune/catalog.hpp"
 
+#include "mltune/parse.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <limits>
@@ -79,12 +81,6 @@ constexpr CatalogEntry k_catalog[] = {
      "khugepaged compaction competes with the job for memory bandwidth"},
 };
 
-bool parse_ll(std::string_view s, long long &out) {
-  const auto *end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, out);
-  return ec == std::errc() && p == end;
-}
-
 } // namespace
 
 std::string_view to_string(Severity s) {
@@ -109,10 +105,11 @@ const CatalogEntry *catalog_find(std::string_view key) {
 
 std::optional<std::string> catalog_check(const CatalogEntry &e, std::string_view value) {
   auto range = [&](std::string_view v) -> std::optional<std::string> {
-    long long n = 0;
-    if (!parse_ll(v, n)) {
+    const auto parsed = parse_int<long long>(v);
+    if (!parsed) {
       return "'" + std::string(v) + "' is not an integer";
     }
+    const long long n = *parsed;
     if (n < e.min || n > e.max) {
       return std::to_string(n) + " is out of range [" + std::to_string(e.min) + ", " + std::to_string(e.max) + "]";
     }

@@ -1,0 +1,108 @@
+// StateFile<T> and FileLock on a fake sysroot.
+#include "base/file_lock.hpp"
+#include "base/state_file.hpp"
+#include "fake_sysroot.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace mltune;
+
+namespace {
+
+struct Demo {
+  std::string name;
+  int n = 0;
+};
+void to_json(nlohmann::json &j, const Demo &d) {
+  j = {{"name", d.name}, {"n", d.n}};
+}
+void from_json(const nlohmann::json &j, Demo &d) {
+  d.name = j.at("name").get<std::string>();
+  d.n = j.at("n").get<int>();
+}
+
+constexpr StateFile<Demo> k_demo("/run/mltune/demo.json", 2, false);
+
+} // namespace
+
+TEST(StateFile, AbsentAndEmptyAreNoState) {
+  test::FakeSysroot f;
+  auto r = k_demo.load(f.root());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_FALSE(r->has_value());
+  f.set("/run/mltune/demo.json", " \n");
+  r = k_demo.load(f.root());
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->has_value());
+  EXPECT_TRUE(k_demo.remove(f.root())); // removing is fine, absent or not
+  EXPECT_TRUE(k_demo.remove(f.root()));
+}
+
+TEST(StateFile, RoundTripWithVersion) {
+  test::FakeSysroot f;
+  ASSERT_TRUE(k_demo.save(f.root(), Demo{"training", 3}));
+  const std::string text = f.get("/run/mltune/demo.json");
+  EXPECT_NE(text.find("\"version\": 2"), std::string::npos) << text;
+  auto r = k_demo.load(f.root());
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->has_value());
+  EXPECT_EQ((*r)->name, "training");
+  EXPECT_EQ((*r)->n, 3);
+  // No temp file is left beside it.
+  EXPECT_EQ(f.root().list_dir("/run/mltune"), std::vector<std::string>{"demo.json"});
+}
+
+TEST(StateFile, UnversionedFileIsVersionOne) {
+  test::FakeSysroot f;
+  f.set("/run/mltune/demo.json", R"({"name": "old", "n": 1})");
+  auto r = k_demo.load(f.root());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ((*r)->name, "old");
+}
+
+TEST(StateFile, CorruptOrNewerIsALoudError) {
+  test::FakeSysroot f;
+  for (const char *bad : {"{", "[1,2]", R"({"name": 5, "n": 1})", R"({"n": 1})"}) {
+    f.set("/run/mltune/demo.json", bad);
+    auto r = k_demo.load(f.root());
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("/run/mltune/demo.json: corrupt state file"), std::string::npos)
+        << r.error().message;
+  }
+  f.set("/run/mltune/demo.json", R"({"version": 3, "name": "x", "n": 1})");
+  auto r = k_demo.load(f.root());
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("version 3 is newer"), std::string::npos) << r.error().message;
+}
+
+TEST(FileLock, LocksBelowTheSysrootAndExcludesOthers) {
+  test::FakeSysroot f;
+  auto lock = FileLock::acquire(f.root(), "/run/mltune/test.lock");
+  ASSERT_TRUE(lock) << lock.error().message;
+  const auto path = f.dir() / "run/mltune/test.lock";
+  ASSERT_TRUE(std::filesystem::exists(path));
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0); // held by `lock`
+  {
+    auto moved = std::move(*lock); // the lock moves with its owner
+    EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  }
+  EXPECT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0); // released with it
+  ::close(fd);
+}
+
+TEST(FileLock, FailsLoudlyWhenTheLockCannotBeCreated) {
+  test::FakeSysroot f;
+  f.set("/run/mltune", "a file where the directory should be");
+  auto lock = FileLock::acquire(f.root(), "/run/mltune/test.lock");
+  ASSERT_FALSE(lock);
+  EXPECT_NE(lock.error().sys_errno, 0);
+  EXPECT_NE(lock.error().message.find("/run/mltune"), std::string::npos) << lock.error().message;
+}

@@ -1,0 +1,49 @@
+// The one family of strict text parsers in libmltune: every integer, every
+// trimmed line that the library reads from sysfs, procfs, a profile or the
+// command line goes through these (systemd's parse-util is the model).
+//
+// parse_int<T>() accepts exactly an optional '-' (signed T only), then one or
+// more digits of `base` (10 or 16; "0x" is not accepted, hex is written bare as
+// sysfs prints it), and nothing else: no surrounding whitespace, no '+', no
+// trailing junk, no overflow.  Callers that read a file trim() first.
+#pragma once
+
+#include <charconv>
+#include <concepts>
+#include <optional>
+#include <string_view>
+
+namespace mltune {
+
+// Space, tab, newline, carriage return, vertical tab, form feed.
+constexpr bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+// `s` without leading and trailing whitespace (is_space).
+constexpr std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && is_space(s.back())) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+template <std::integral T> std::optional<T> parse_int(std::string_view s, int base = 10) {
+  if (s.empty() || s.front() == '+' || (std::unsigned_integral<T> && s.front() == '-')) {
+    return std::nullopt;
+  }
+  if (s.front() == '-' && (s.size() == 1 || s[1] == '-' || s[1] == '+')) {
+    return std::nullopt;
+  }
+  T v{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || end != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+} // namespace mltune
