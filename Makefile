@@ -7,14 +7,15 @@
 # Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
 # asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
 # dkms-check, dkms-install, bench, clean.
-# Kernel matrix: 6.1 6.12 7.2 (scripts/kernels.sh; override the exact
-# versions with MLTUNE_KVER_6_1=..., MLTUNE_KVER_6_12=..., MLTUNE_KVER_7_2=...).
+# Kernel matrix: scripts/kernel-matrix, the one list (scripts/kernels.sh
+# resolves it; override the exact versions with MLTUNE_KVER_6_1=...,
+# MLTUNE_KVER_6_12=..., MLTUNE_KVER_7_2=...).
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 BUILD := $(ROOT)/build
-MATRIX := 6.1 6.12 7.2
-KERNEL ?= 7.2
+MATRIX := $(shell scripts/kernels.sh matrix)
+KERNEL ?= $(lastword $(MATRIX))
 # Same cache as scripts/kernels.sh: $MLTUNE_CACHE is the mltune directory itself.
 CACHE := $(or $(MLTUNE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/mltune)
 JOBS ?= $(shell nproc)

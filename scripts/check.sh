@@ -7,7 +7,7 @@
 # Ends with the line "N passed, N failed, N skipped"; exit 1 if anything
 # failed. Each stage's log is in build/check/.
 #
-#   scripts/check.sh [--vm-only] [--kernels "6.1 6.12 7.2"]
+#   scripts/check.sh [--vm-only] [--kernels "SERIES..."]   (default: scripts/kernel-matrix)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -15,7 +15,7 @@ LOGS=$ROOT/build/check
 mkdir -p "$LOGS"
 
 vm_only=0
-kernels="6.1 6.12 7.2"
+kernels=$(scripts/kernels.sh matrix)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--vm-only) vm_only=1; shift ;;

@@ -2,7 +2,8 @@
 # Kernel matrix for mltune: resolve, fetch and cache the Debian kernels the VM
 # test bed boots and the module builds against.
 #
-#   scripts/kernels.sh resolve SERIES      print the full KVER for 6.1|6.12|7.2
+#   scripts/kernels.sh matrix              print the matrix's series (scripts/kernel-matrix)
+#   scripts/kernels.sh resolve SERIES      print the full KVER of a series
 #   scripts/kernels.sh fetch SERIES        cache vmlinuz + modules, print dir
 #   scripts/kernels.sh headers SERIES      print the headers' build dir
 #   scripts/kernels.sh list                print "SERIES KVER" for the matrix
@@ -12,7 +13,8 @@
 # Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/mltune/kernels/KVER (never in the tree).
 set -euo pipefail
 
-MATRIX="6.1 6.12 7.2"
+MATRIX_FILE=$(dirname "$0")/kernel-matrix
+MATRIX=$(awk '!/^#/ && NF { printf "%s%s", sep, $1; sep = " " }' "$MATRIX_FILE")
 CACHE=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}
 
 die() { echo "kernels.sh: $*" >&2; exit 1; }
@@ -29,12 +31,9 @@ resolve() {
 	if [ -f "$cachef" ] && [ "$(sed -n 2p "$cachef")" = "$stamp" ]; then
 		sed -n 1p "$cachef"; return
 	fi
-	case $series in
-	6.1)  re='^linux-headers-(6\.1\.0-[0-9]+-amd64)$' ;;
-	6.12) re='^linux-headers-(6\.12\.[0-9]+\+deb12-amd64)$' ;;
-	7.2)  re='^linux-headers-(7\.2\.[0-9]+\+deb14-amd64)$' ;;
-	*) die "unknown kernel series '$series' (matrix: $MATRIX)" ;;
-	esac
+	re=$(awk -v s="$series" '!/^#/ && $1 == s { print $2 }' "$MATRIX_FILE")
+	[ -n "$re" ] || die "unknown kernel series '$series' (matrix: $MATRIX)"
+	re="^linux-headers-($re)\$"
 	cands=$(apt-cache pkgnames linux-headers- 2>/dev/null |
 		sed -nE "s/$re/\1/p" | sort -V -r)
 	local k
@@ -130,5 +129,6 @@ fetch) fetch "$1" ;;
 headers) headers "$1" ;;
 image-pkgs) image_pkgs "$(resolve "$1")" ;;
 list) for s in $MATRIX; do echo "$s $(resolve "$s")"; done ;;
-*) die "usage: kernels.sh resolve|fetch|headers|list [SERIES]" ;;
+matrix) echo "$MATRIX" ;;
+*) die "usage: kernels.sh matrix|resolve|fetch|headers|list [SERIES]" ;;
 esac

@@ -7,7 +7,7 @@
 # and the ratios.  Results: bench/feeder/README.md.
 #
 #   bench/feeder/run.sh [--no-build] [--kernel S]... [SECONDS [ROUNDS]]
-#                          (default: 6.1 6.12 7.2, 5 s per run, 3 rounds)
+#                          (default: the matrix, 5 s per run, 3 rounds)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 kernels="" nobuild=""
@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-kernels=${kernels:-6.1 6.12 7.2}
+kernels=${kernels:-$("$ROOT/scripts/kernels.sh" matrix)}
 secs=${1:-5}
 rounds=${2:-3}
 out=$ROOT/build/bench
