@@ -15,7 +15,8 @@
  * Two global FIFO DSQs, one per kind; each CPU consumes the DSQ of its kind.
  *
  * Built only against the BTF of a kernel with CONFIG_SCHED_CLASS_EXT (7.x);
- * kfunc declarations are our own (names as of 6.13+, see FACTS.md).
+ * kfunc declarations are our own: the scx_bpf_dsq_insert / dsq_move_to_local
+ * names that kernels from 6.13 on export.
  */
 #define BPF_NO_KFUNC_PROTOTYPES
 #include "vmlinux.h"

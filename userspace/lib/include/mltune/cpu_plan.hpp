@@ -1,5 +1,4 @@
-// GPU-feeder core planning (Documentation/topology.rst, DESIGN.md
-// "GPU-feeder cores").
+// GPU-feeder core planning (Documentation/topology.rst, "GPU-feeder cores").
 //
 // make_cpu_plan() splits a machine's physical cores into three roles and never
 // splits an SMT pair between roles:
