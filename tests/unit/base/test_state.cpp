@@ -1,4 +1,5 @@
 // StateFile<T> and FileLock on a fake sysroot.
+#include "base/cgroup.hpp"
 #include "base/file_lock.hpp"
 #include "base/state_file.hpp"
 #include "fake_sysroot.hpp"
@@ -105,4 +106,32 @@ TEST(FileLock, FailsLoudlyWhenTheLockCannotBeCreated) {
   ASSERT_FALSE(lock);
   EXPECT_NE(lock.error().sys_errno, 0);
   EXPECT_NE(lock.error().message.find("/run/mltune"), std::string::npos) << lock.error().message;
+}
+
+TEST(Cgroup, PartitionOnAFakeCgroupTree) {
+  test::FakeSysroot f;
+  f.set("/sys/fs/cgroup/cgroup.subtree_control", "cpu memory\n");
+  f.set("/sys/fs/cgroup/feed/cpuset.cpus.partition", "member\n");
+  EXPECT_EQ(cgroup::path("/feed", "cpuset.cpus"), "/sys/fs/cgroup/feed/cpuset.cpus");
+  EXPECT_EQ(cgroup::path("/"), "/sys/fs/cgroup");
+  auto en = cgroup::enable_cpuset(f.root());
+  ASSERT_TRUE(en) << en.error().message;
+  EXPECT_TRUE(*en);
+  EXPECT_EQ(f.get("/sys/fs/cgroup/cgroup.subtree_control"), "+cpuset");
+  auto st = cgroup::set_partition(f.root(), "/feed", "isolated");
+  ASSERT_TRUE(st) << st.error().message;
+  EXPECT_EQ(*st, "isolated");
+  EXPECT_TRUE(cgroup::is_valid(*st, "isolated"));
+  EXPECT_FALSE(cgroup::is_valid("root invalid (Cpu list in cpuset.cpus not exclusive)", "root"));
+  EXPECT_FALSE(cgroup::is_valid("member", "root"));
+  ASSERT_TRUE(cgroup::clear_partition(f.root(), "/feed"));
+  EXPECT_EQ(f.get("/sys/fs/cgroup/feed/cpuset.cpus.partition"), "member");
+}
+
+TEST(Cgroup, NoCgroupV2IsANamedError) {
+  test::FakeSysroot f;
+  std::filesystem::remove_all(f.dir() / "sys/fs/cgroup");
+  auto en = cgroup::enable_cpuset(f.root());
+  ASSERT_FALSE(en);
+  EXPECT_NE(en.error().message.find("cgroup v2 is not mounted at /sys/fs/cgroup"), std::string::npos);
 }

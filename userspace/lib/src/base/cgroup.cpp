@@ -1,0 +1,58 @@
+// cgroup v2 partitions (see base/cgroup.hpp).
+#include "base/cgroup.hpp"
+
+#include "mltune/parse.hpp"
+
+namespace mltune::cgroup {
+
+std::string path(std::string_view cg, std::string_view file) {
+  std::string p(k_mount);
+  if (cg != "/") {
+    p += cg;
+  }
+  if (!file.empty()) {
+    p += '/';
+    p += file;
+  }
+  return p;
+}
+
+Result<bool> enable_cpuset(const Sysroot &root) {
+  const std::string ctl_file = path("/", "cgroup.subtree_control");
+  auto ctl = root.read(ctl_file);
+  if (!ctl) {
+    return with_context(ctl.error(), "cgroup v2 is not mounted at " + std::string(k_mount));
+  }
+  if (ctl->find("cpuset") != std::string::npos) {
+    return false;
+  }
+  if (auto st = root.write_value(ctl_file, "+cpuset"); !st) {
+    return st.error();
+  }
+  return true;
+}
+
+Result<std::string> set_partition(const Sysroot &root, std::string_view cg, std::string_view type) {
+  const std::string file = path(cg, "cpuset.cpus.partition");
+  auto prs = root.read(file);
+  if (!prs || trim(*prs) != type) {
+    if (auto st = root.write_value(file, type); !st) {
+      return st.error();
+    }
+    prs = root.read(file);
+  }
+  if (!prs) {
+    return prs.error();
+  }
+  return std::string(trim(*prs));
+}
+
+bool is_valid(std::string_view state, std::string_view type) {
+  return state.starts_with(type) && state.find("invalid") == std::string_view::npos;
+}
+
+Status clear_partition(const Sysroot &root, std::string_view cg) {
+  return root.write_value(path(cg, "cpuset.cpus.partition"), "member");
+}
+
+} // namespace mltune::cgroup
