@@ -1,8 +1,8 @@
 // libFuzzer target for the cpulist parser: any input either parses into a set
 // whose formatted form parses back to the same set, or is an input error with
 // a message naming the source.  Also drives resolve_cpuset()'s spec parsing.
-#include "mltune/cpulist.hpp"
 #include "mltune/cpu_plan.hpp"
+#include "mltune/cpulist.hpp"
 
 #include <cstdint>
 #include <cstdlib>

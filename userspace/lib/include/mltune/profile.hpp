@@ -14,6 +14,9 @@
 
 namespace mltune {
 
+// The largest profile file read (a profile, or a file it includes).
+inline constexpr size_t k_max_profile_bytes = size_t{1} << 20;
+
 enum class KnobKind { sysctl, sysfs };
 
 struct Knob {

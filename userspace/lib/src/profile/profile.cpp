@@ -4,6 +4,13 @@
 #include "nic/profile_tables.hpp"
 #include "sched/internal.hpp"
 
+#include "base/unique_fd.hpp"
+#include "mltune/parse.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -74,14 +81,41 @@ std::string where(const std::string &display, const toml::source_region &r) {
   return display + ":" + std::to_string(r.begin.line);
 }
 
+// A profile file: a regular file (not a FIFO that never ends, not /dev/zero)
+// of at most k_max_profile_bytes, read whole.
 Result<std::string> read_host_file(const fs::path &p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) {
-    return failure(p.string() + ": cannot open", errno);
+  const UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) {
+    return sys_error(p.string() + ": cannot open", errno);
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return sys_error(p.string() + ": stat", errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return input_error(p.string() + ": not a regular file");
+  }
+  if (st.st_size > static_cast<off_t>(k_max_profile_bytes)) {
+    return input_error(p.string() + ": " + std::to_string(st.st_size) + " bytes; a profile is at most " +
+                       std::to_string(k_max_profile_bytes));
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return sys_error(p.string() + ": read", errno);
+    }
+    if (n == 0) {
+      break;
+    }
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
 }
 
 } // namespace
@@ -158,25 +192,131 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
 
 namespace {
 
-// Profiles are ASCII: knob names, paths and values are, and toml++ 3.3 (in
-// Debian 12) reaches __builtin_unreachable in its Unicode whitespace tables
-// for some non-ASCII code points, also inside and after strings of invalid
-// documents (found by fuzz_profile_loader: U+02CF in a key, U+FCFF after a
-// bad token). Those tables are only consulted for non-ASCII input, so an
-// ASCII-only document never reaches them: refuse anything else up front.
-Status check_ascii(std::string_view t, const std::string &display) {
-  std::size_t line = 1;
-  std::size_t col0 = 0; // offset of the current line's first byte
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == '\n') {
-      ++line;
-      col0 = i + 1;
-    } else if (static_cast<unsigned char>(t[i]) >= 0x80) {
-      return input_error(display + ":" + std::to_string(line) + ":" + std::to_string(i - col0 + 1) +
-                         ": non-ASCII byte; mltune profiles are ASCII");
+// Profiles are printable ASCII, checked on the text before toml++ sees it.
+//  - toml++ 3.3 (in Debian 12) reaches __builtin_unreachable in its Unicode
+//    whitespace tables for some non-ASCII code points, also inside and after
+//    strings of invalid documents (found by fuzz_profile_loader: U+02CF in a
+//    key, U+FCFF after a bad token); an ASCII-only document never reaches them.
+//  - Its parser recurses once per nesting level ('[', '{' and each dotted key
+//    component): a header of 200,000 components overflowed the stack.  Levels
+//    are bounded here (k_max_nesting brackets, k_max_dots per line).
+//  - A table header broken by a newline ("[\nx]") trips one of its assertions.
+//  - Control characters, raw or through escapes ("a\u0001b"), would reach
+//    knob values; only \" and \\ escapes are accepted.
+// Errors name file:line:column.
+class TextCheck {
+public:
+  TextCheck(std::string_view t, const std::string &display) : t_(t), display_(display) {}
+
+  Status run() {
+    for (i_ = 0; i_ < t_.size(); ++i_) {
+      const char c = t_[i_];
+      if (auto st = byte_ok(c); !st) {
+        return st;
+      }
+      if (c == '\n') {
+        if (header_open_) {
+          return error("table header not closed on its line");
+        }
+        newline();
+      } else if (c == '#') {
+        if (auto st = skip_to_eol(); !st) {
+          return st;
+        }
+      } else if (c == '"' || c == '\'') {
+        if (auto st = string(c); !st) {
+          return st;
+        }
+      } else if (c == '[' || c == '{') {
+        header_open_ = header_open_ || (c == '[' && depth_ == 0 && at_line_start());
+        if (++depth_ > k_max_nesting) {
+          return error("nested more than " + std::to_string(k_max_nesting) + " levels deep");
+        }
+      } else if (c == ']' || c == '}') {
+        depth_ -= depth_ > 0 ? 1 : 0;
+        header_open_ = header_open_ && depth_ > 0;
+      } else if (c == '.' && ++dots_ > k_max_dots) {
+        return error("more than " + std::to_string(k_max_dots) + " dotted key components on one line");
+      }
     }
+    return {};
   }
-  return {};
+
+private:
+  static constexpr unsigned k_max_nesting = 32;
+  static constexpr unsigned k_max_dots = 32;
+
+  Error error(const std::string &what) const {
+    return input_error(display_ + ":" + std::to_string(line_) + ":" + std::to_string(i_ - col0_ + 1) + ": " + what);
+  }
+  Status byte_ok(char c) const {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80) {
+      return error("non-ASCII byte; mltune profiles are ASCII");
+    }
+    if ((u < 0x20 && c != '\t' && c != '\n' && c != '\r') || u == 0x7f) {
+      return error("control character; mltune profiles are printable ASCII");
+    }
+    return {};
+  }
+  void newline() {
+    ++line_;
+    col0_ = i_ + 1;
+    dots_ = 0;
+  }
+  [[nodiscard]] bool at_line_start() const { return trim(t_.substr(col0_, i_ - col0_)).empty(); }
+  // A comment: its bytes are checked like any other, its brackets and dots are not.
+  Status skip_to_eol() {
+    while (i_ + 1 < t_.size() && t_[i_ + 1] != '\n') {
+      ++i_;
+      if (auto st = byte_ok(t_[i_]); !st) {
+        return st;
+      }
+    }
+    return {};
+  }
+  // A basic ("), literal (') or multi-line string starting at i_; leaves i_
+  // on its closing quote (or the end of the text: toml++ reports that).
+  Status string(char q) {
+    const bool multi = t_.substr(i_, 3) == std::string_view(q == '"' ? "\"\"\"" : "'''");
+    i_ += multi ? 3 : 1;
+    for (; i_ < t_.size(); ++i_) {
+      const char c = t_[i_];
+      if (auto st = byte_ok(c); !st) {
+        return st;
+      }
+      if (c == '\n') {
+        if (!multi) {
+          return {}; // toml++ reports the unterminated string
+        }
+        newline();
+      } else if (c == '\\' && q == '"') {
+        const char e = i_ + 1 < t_.size() ? t_[i_ + 1] : '\0';
+        if (e != '"' && e != '\\') {
+          return error(std::string("escape '\\") + (e >= 0x20 && e < 0x7f ? std::string(1, e) : std::string()) +
+                       "'; only \\\" and \\\\ are accepted in mltune profiles");
+        }
+        ++i_;
+      } else if (c == q && (!multi || t_.substr(i_, 3) == std::string_view(q == '"' ? "\"\"\"" : "'''"))) {
+        i_ += multi ? 2 : 0;
+        return {};
+      }
+    }
+    return {};
+  }
+
+  std::string_view t_;
+  const std::string &display_;
+  size_t i_ = 0;
+  size_t line_ = 1;
+  size_t col0_ = 0; // offset of the current line's first byte
+  unsigned depth_ = 0;
+  unsigned dots_ = 0;
+  bool header_open_ = false;
+};
+
+Status check_ascii(std::string_view t, const std::string &display) {
+  return TextCheck(t, display).run();
 }
 
 } // namespace
