@@ -106,7 +106,7 @@ std::vector<std::string> name_corpus() {
       "",         "-lead",     "_lead", "none ok", "bad/name", "bad.name",   "caf\xc3\xa9", "x\n",
   };
   for (const size_t len : {size_t{30}, size_t{31}, size_t{32}, size_t{33}, size_t{64}, size_t{65}}) {
-    c.push_back(std::string(len, 'n'));
+    c.emplace_back(len, 'n');
   }
   return c;
 }
