@@ -337,8 +337,9 @@ static ssize_t reserved_store(struct kobject *kobj, struct kobj_attribute *attr,
 		return ret;
 	ret = hp_parse_pages(buf, &target);
 	if (ret)
-		return mltune_refuse(ret, "hugepool/reserved: not a size: %.*s\n",
-				     (int)min_t(size_t, count, 32), buf);
+		return mltune_refuse(ret, "reserved: not a size: %.*s\n",
+				     (int)min_t(size_t, strcspn(buf, "\n"), 32),
+				     buf);
 	ret = mutex_lock_killable(&hp_resize_lock);
 	if (ret)
 		return ret;
