@@ -43,7 +43,7 @@
  * A profile: /sys/kernel/mltune/profiles/NAME.
  *
  * @node, @dead, @has_staged, @staged_bad, @staged, @staged_len and
- * @committed are protected by mltune_lock (rules in mltune_switch.h), as
+ * @committed are protected by mltune_lock (rules in mltune_switch.c), as
  * are mltune_profiles and mltune_nr_profiles. The memory lives until the
  * kobject's last reference goes; sysfs handlers of the directory are
  * drained by kernfs before that, so a handler may always look at @dead

@@ -50,7 +50,23 @@ struct mltune_base {
 	char strings[];
 };
 
-/* The rules of mltune_lock are in mltune_switch.h; it protects these. */
+/*
+ * mltune_lock serializes every change of a profile and every switch. It
+ * protects the switch state below (the active profile name, the
+ * generation, the last_switch text, the baseline and the worker's
+ * buffers) and the profile list and profile fields of mltune_profile.c.
+ * Rules:
+ *   - Store and show handlers take it with mutex_lock_killable(); a killed
+ *     task waiting for it returns -EINTR having changed nothing.
+ *   - Once a switch has started, the task holding the lock waits for the
+ *     worker uninterruptibly (mltune_call()): a killed writer cannot leave
+ *     a half-applied profile, the worker finishes or rolls back first.
+ *   - Never remove a sysfs file or kobject while holding it: removal waits
+ *     for running handlers (kernfs drain), which may wait for the lock.
+ *   - The worker never takes it and never writes /sys/kernel/mltune (the
+ *     /sys allowlist does not contain it); it uses the buffers the lock
+ *     protects while the switching task holds the lock and waits for it.
+ */
 DEFINE_MUTEX(mltune_lock);
 static char mltune_active[MLTUNE_NAME_MAX] = "none";
 static u64 mltune_generation;
