@@ -143,7 +143,7 @@ lint-tidy: userspace
 checkpatch: $(KSFT)/lib.mk
 	$(BUILD)/ksft/scripts/checkpatch.pl --strict --no-tree --quiet --show-types \
 		--ignore FILE_PATH_CHANGES -f kmod/*.c kmod/*.h kmod/probes/*.c \
-		$(wildcard kmod/include/uapi/linux/*.h) && echo "checkpatch: clean"
+		kmod/include/*.h $(wildcard kmod/include/uapi/linux/*.h) && echo "checkpatch: clean"
 
 sparse: kmod-6.12
 	@kver=$$(scripts/kernels.sh resolve 6.12); out=$(BUILD)/kmod/$$kver; \

@@ -37,14 +37,14 @@
  * a process does, with the writer's credentials, through the file's own
  * read and write operations and a page mapped for the moment in the
  * writer's address space (the task writing feeder/cpus, or the task
- * unloading the module). The file is opened on a private kernel mount of
- * proc, so the writer's mount namespace does not matter.
+ * unloading the module). The file is opened on the module's private
+ * kernel mount of proc (mltune_proc_mnt, mltune_common.c), so the
+ * writer's mount namespace does not matter.
  *
  * ABI: Documentation/ABI/testing/sysfs-kernel-mltune.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/capability.h>
 #include <linux/cpumask.h>
 #include <linux/err.h>
 #include <linux/fs.h>
@@ -56,7 +56,6 @@
 #include <linux/mm.h>
 #include <linux/mman.h>
 #include <linux/module.h>
-#include <linux/mount.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
@@ -67,6 +66,7 @@
 #include <linux/uaccess.h>
 
 #include "mltune.h"
+#include "mltune_common.h"
 #include "mltune_compat.h"
 #include "mltune_feeder.h"
 
@@ -141,7 +141,6 @@ static struct feeder_plan *feeder_state;	/* NULL: nothing changed */
 
 /* Set at init, cleared at exit; no lock needed in between. */
 static struct kobject *feeder_kobj;
-static struct vfsmount *feeder_proc_mnt;
 
 /* --- plans --- */
 
@@ -310,7 +309,7 @@ static ssize_t feeder_proc_io(const char *rel, char *kbuf, size_t len,
 	loff_t pos = 0;
 	ssize_t n;
 
-	f = file_open_root_mnt(feeder_proc_mnt, rel,
+	f = file_open_root_mnt(mltune_proc_mnt, rel,
 			       (write ? O_WRONLY : O_RDONLY) | O_NOFOLLOW |
 			       O_LARGEFILE, 0);
 	if (IS_ERR(f))
@@ -580,15 +579,6 @@ static void feeder_restore_all(struct cpumask *tmp)
 
 /* --- sysfs --- */
 
-/* Log a refused write (rate limited) and evaluate to its errno. */
-#define feeder_refuse(err, fmt, ...) ({					\
-	int __err = (err);						\
-									\
-	pr_warn_ratelimited("feeder: refused (%d): " fmt, __err,	\
-			    ##__VA_ARGS__);				\
-	__err;								\
-})
-
 /* One cpulist, at most one trailing newline; "" or "\n": empty. */
 static int feeder_parse(const char *buf, size_t count, struct cpumask *mask)
 {
@@ -596,10 +586,12 @@ static int feeder_parse(const char *buf, size_t count, struct cpumask *mask)
 
 	if (len && buf[len - 1] == '\n')
 		len--;
-	if (strnlen(buf, len) != len || memchr(buf, '\n', len))
-		return feeder_refuse(-EINVAL, "not one line of text\n");
+	if (mltune_check_nul("feeder/cpus", buf, count))
+		return -EINVAL;
+	if (memchr(buf, '\n', len))
+		return mltune_refuse(-EINVAL, "feeder: not one line of text\n");
 	if (cpulist_parse(buf, mask))
-		return feeder_refuse(-EINVAL, "not a cpulist of CPUs below %u: %.*s\n",
+		return mltune_refuse(-EINVAL, "feeder: not a cpulist of CPUs below %u: %.*s\n",
 				     nr_cpu_ids, (int)min_t(size_t, len, 64),
 				     buf);
 	return 0;
@@ -616,14 +608,14 @@ static int feeder_check(const struct cpumask *feeder, struct cpumask *hk)
 		return 0;
 	if (!cpumask_subset(feeder, cpu_online_mask)) {
 		cpumask_andnot(hk, feeder, cpu_online_mask);
-		return feeder_refuse(-EINVAL, "CPUs %*pbl not online\n",
+		return mltune_refuse(-EINVAL, "feeder: CPUs %*pbl not online\n",
 				     cpumask_pr_args(hk));
 	}
 	cpumask_and(hk, cpu_online_mask, housekeeping_cpumask(FEEDER_HK_DOMAIN));
 	cpumask_and(hk, hk, housekeeping_cpumask(HK_TYPE_TICK));
 	cpumask_andnot(hk, hk, feeder);
 	if (cpumask_empty(hk))
-		return feeder_refuse(-EBUSY, "feeder CPUs %*pbl leave no housekeeping CPU\n",
+		return mltune_refuse(-EBUSY, "feeder: CPUs %*pbl leave no housekeeping CPU\n",
 				     cpumask_pr_args(feeder));
 	return 0;
 }
@@ -647,8 +639,10 @@ static ssize_t cpus_store(struct kobject *kobj, struct kobj_attribute *attr,
 	cpumask_var_t feeder, hk, tmp;
 	ssize_t ret = -ENOMEM;
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
+	ret = mltune_check_writer("feeder/cpus");
+	if (ret)
+		return ret;
+	ret = -ENOMEM;
 	if (!zalloc_cpumask_var(&feeder, GFP_KERNEL))
 		return -ENOMEM;
 	if (!zalloc_cpumask_var(&hk, GFP_KERNEL))
@@ -697,26 +691,14 @@ static const struct attribute_group feeder_group = {
 
 int mltune_feeder_init(void)
 {
-	struct file_system_type *proc_type;
 	int ret;
 
 	if (!zalloc_cpumask_var(&feeder_cpus, GFP_KERNEL))
 		return -ENOMEM;
-	/* Built in: no module reference to drop. */
-	proc_type = get_fs_type("proc");
-	if (!proc_type) {
-		ret = -ENODEV;
-		goto err_mask;
-	}
-	feeder_proc_mnt = kern_mount(proc_type);
-	if (IS_ERR(feeder_proc_mnt)) {
-		ret = PTR_ERR(feeder_proc_mnt);
-		goto err_mask;
-	}
 	feeder_kobj = kobject_create_and_add("feeder", mltune_kobj);
 	if (!feeder_kobj) {
 		ret = -ENOMEM;
-		goto err_mnt;
+		goto err_mask;
 	}
 	ret = sysfs_create_group(feeder_kobj, &feeder_group);
 	if (ret)
@@ -726,9 +708,6 @@ int mltune_feeder_init(void)
 err_kobj:
 	kobject_put(feeder_kobj);
 	feeder_kobj = NULL;
-err_mnt:
-	kern_unmount(feeder_proc_mnt);
-	feeder_proc_mnt = NULL;
 err_mask:
 	free_cpumask_var(feeder_cpus);
 	return ret;
@@ -756,7 +735,5 @@ void mltune_feeder_exit(void)
 	feeder_state = NULL;
 	mutex_unlock(&feeder_lock);
 
-	kern_unmount(feeder_proc_mnt);
-	feeder_proc_mnt = NULL;
 	free_cpumask_var(feeder_cpus);
 }

@@ -49,6 +49,7 @@
 #include <uapi/linux/mltune.h>
 
 #include "mltune.h"
+#include "mltune_common.h"
 #include "mltune_compat.h"
 #include "mltune_hugepool.h"
 
@@ -328,10 +329,18 @@ static ssize_t reserved_store(struct kobject *kobj, struct kobj_attribute *attr,
 	unsigned long target;
 	int ret;
 
-	ret = hp_parse_pages(buf, &target);
+	ret = mltune_check_writer("hugepool/reserved");
 	if (ret)
 		return ret;
-	ret = mutex_lock_interruptible(&hp_resize_lock);
+	ret = mltune_check_nul("hugepool/reserved", buf, count);
+	if (ret)
+		return ret;
+	ret = hp_parse_pages(buf, &target);
+	if (ret)
+		return mltune_refuse(ret, "reserved: not a size: %.*s\n",
+				     (int)min_t(size_t, strcspn(buf, "\n"), 32),
+				     buf);
+	ret = mutex_lock_killable(&hp_resize_lock);
 	if (ret)
 		return ret;
 	ret = hp_node_resize(to_hp_node(kobj), target);

@@ -18,6 +18,7 @@
 #include <linux/sysfs.h>
 
 #include "mltune.h"
+#include "mltune_common.h"
 #include "mltune_compat.h"
 #include "mltune_feeder.h"
 #include "mltune_hugepool.h"
@@ -68,9 +69,15 @@ static int __init mltune_init(void)
 {
 	int ret;
 
+	/* The workqueue and private mounts every part uses. */
+	ret = mltune_common_init();
+	if (ret)
+		return ret;
+
+	ret = -ENOMEM;
 	mltune_kobj = kobject_create_and_add("mltune", kernel_kobj);
 	if (!mltune_kobj)
-		return -ENOMEM;
+		goto err_common;
 
 	ret = sysfs_create_group(mltune_kobj, &mltune_root_group);
 	if (ret)
@@ -106,6 +113,8 @@ err_group:
 	sysfs_remove_group(mltune_kobj, &mltune_root_group);
 err_kobj:
 	kobject_put(mltune_kobj);
+err_common:
+	mltune_common_exit();
 	return ret;
 }
 
@@ -117,6 +126,7 @@ static void __exit mltune_exit(void)
 	mltune_hugepool_exit();
 	sysfs_remove_group(mltune_kobj, &mltune_root_group);
 	kobject_put(mltune_kobj);
+	mltune_common_exit();
 }
 
 module_init(mltune_init);

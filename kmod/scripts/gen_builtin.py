@@ -17,11 +17,16 @@ committed as kmod/mltune_builtin.h so that trees without userspace/profiles
 (the DKMS source tree) build the same profiles.
 """
 import os
+import re
 import sys
 import textwrap
 import tomllib
 
-VALUE_MAX = 4096
+# The module's limit (kmod/include/mltune_knobs_allow.h, shared with the
+# library); the module also refuses invalid built-ins at load.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                       "include", "mltune_knobs_allow.h"), encoding="utf-8") as _h:
+    VALUE_MAX = int(re.search(r"#define MLTUNE_VALUE_MAX\s+(\d+)", _h.read()).group(1))
 
 
 def die(msg):

@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <linux/capability.h>
 #include <linux/io_uring.h>
 #include <linux/loop.h>
 #include <linux/mltune.h>
@@ -185,6 +186,70 @@ TEST_F(pool, reserve_both_nodes)
  * Exhausts node 0 (zeroing ~700 MiB and a last allocation that reclaims
  * and compacts before it gives up): slow under TCG, hence the timeout.
  */
+/*
+ * Writes to nodeN/reserved in a child: without CAP_SYS_ADMIN (-EPERM,
+ * the check every store of the module makes), then as nobody (-EACCES
+ * from the file mode). Returns the number of wrong answers, or 100+ when
+ * the child could not drop its privileges.
+ */
+static int reserve_unprivileged(int node)
+{
+	char path[256];
+	int status;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), HP_SYSFS "/node%d/reserved", node);
+	pid = fork();
+	if (pid == 0) {
+		struct __user_cap_header_struct h = {
+			.version = _LINUX_CAPABILITY_VERSION_3,
+		};
+		struct __user_cap_data_struct d[2] = {};
+		int wrong = 0;
+
+		if (syscall(SYS_capget, &h, d))
+			_exit(100);
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+		d[CAP_SYS_ADMIN / 32].permitted &= ~(1u << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d))
+			_exit(101);
+		wrong += mltune_write_file(path, "1") != -EPERM;
+		wrong += mltune_write_file(path, "0") != -EPERM;
+		if (setgid(65534) || setuid(65534))
+			_exit(102);
+		wrong += mltune_write_file(path, "1") != -EACCES;
+		_exit(wrong);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * nodeN/reserved takes the writer check and the NUL check of every other
+ * store: an unprivileged write and "1\0 2" are refused, nothing changes.
+ */
+TEST_F(pool, reserve_refused_unprivileged_or_with_nul)
+{
+	char path[256], val[32];
+
+	snprintf(path, sizeof(path), HP_SYSFS "/node0/reserved");
+	EXPECT_EQ(0, reserve_unprivileged(0));
+	EXPECT_EQ((long)TEST_PAGES, node_read(0, "reserved"));
+
+	EXPECT_EQ(-EINVAL, mltune_write_len(path, "1\0 2", 4));
+	EXPECT_EQ(-EINVAL, mltune_write_len(path, "1\0", 2));
+	EXPECT_EQ(-EINVAL, mltune_write_len(path, "\0", 1));
+	EXPECT_EQ((long)TEST_PAGES, node_read(0, "reserved"));
+	EXPECT_EQ((long)TEST_PAGES, node_read(0, "free"));
+
+	/* The same text without the NUL still works. */
+	EXPECT_EQ(0, mltune_write_file(path, "1"));
+	EXPECT_EQ(1, node_read(0, "reserved"));
+	snprintf(val, sizeof(val), "%lu", TEST_PAGES);
+	ASSERT_EQ(0, mltune_write_file(path, val));
+}
+
 TEST_F_TIMEOUT(pool, reservation_beyond_memory_reports_what_it_got, 180)
 {
 	long got;

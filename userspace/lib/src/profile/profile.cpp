@@ -1,7 +1,9 @@
 #include "mltune/profile.hpp"
 
 #include "mltune/catalog.hpp"
+#include "mltune_knobs_allow.h"
 #include "nic/profile_tables.hpp"
+#include "profile/allow.hpp"
 #include "sched/internal.hpp"
 
 #include "base/unique_fd.hpp"
@@ -24,18 +26,11 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t k_max_include_depth = 16;
-constexpr size_t k_max_value_len = 4096;
-
-// /sys subtrees a profile may write (the kernel module has the same allowlist).
-constexpr std::string_view k_sysfs_allow[] = {
-    "kernel/mm/transparent_hugepage/", "kernel/mm/ksm/",         "devices/system/cpu/",
-    "devices/virtual/workqueue/",      "bus/workqueue/devices/",
-};
+// Limits and allowed trees: kmod/include/mltune_knobs_allow.h, shared with the module.
+constexpr size_t k_max_value_len = MLTUNE_VALUE_MAX;
 
 bool valid_name(std::string_view n) {
-  return !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
+  return profile_name_allowed(n);
 }
 
 bool valid_segment(std::string_view s, bool allow_dot) {
@@ -64,15 +59,16 @@ std::optional<std::string> check_key(KnobKind kind, std::string_view key) {
     if (key.find('.') == std::string_view::npos || !split_ok(key, '.', false)) {
       return "invalid sysctl name '" + std::string(key) + "' (expected dotted name like vm.swappiness)";
     }
+    if (!knob_path_allowed(Knob{kind, std::string(key), {}, false, {}, {}}.path())) {
+      return "sysctl name '" + std::string(key) + "' is too long";
+    }
     return std::nullopt;
   }
   if (!split_ok(key, '/', true)) {
     return "invalid sysfs path '" + std::string(key) + "' (expected a path relative to /sys without '..')";
   }
-  const bool allowed = std::any_of(std::begin(k_sysfs_allow), std::end(k_sysfs_allow),
-                                   [&](std::string_view p) { return key.starts_with(p); });
-  if (!allowed) {
-    return "sysfs path '" + std::string(key) + "' is outside the allowed subtrees";
+  if (!knob_path_allowed("/sys/" + std::string(key))) {
+    return "sysfs path '" + std::string(key) + "' is outside the allowed subtrees or too long";
   }
   return std::nullopt;
 }

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * mltune: what the profile, hugepool and feeder parts share (the DAMON
+ * sysfs model: one file per concern, one common file).
+ *
+ * Every sysfs store of the module:
+ *   - first calls mltune_check_writer(): CAP_SYS_ADMIN in the initial user
+ *     namespace, else -EPERM;
+ *   - refuses text with an embedded NUL (mltune_check_nul(), or a stricter
+ *     byte check) with -EINVAL;
+ *   - logs every refusal with mltune_refuse() (rate limited);
+ *   - waits for its part's mutex with mutex_lock_killable(): a task killed
+ *     while waiting returns -EINTR having changed nothing. Once a change
+ *     has started it runs to its end or its rollback, uninterruptibly.
+ */
+#ifndef MLTUNE_COMMON_H
+#define MLTUNE_COMMON_H
+
+#include <linux/mount.h>
+#include <linux/printk.h>
+#include <linux/sysfs.h>
+#include <linux/types.h>
+
+#include "mltune_compat.h"
+
+#ifdef MLTUNE_HAVE_BIN_ATTR_CONST
+#define MLTUNE_BIN_ATTR const struct bin_attribute
+#else
+#define MLTUNE_BIN_ATTR struct bin_attribute
+#endif
+
+/* Log a refused write (rate limited) and evaluate to its errno. */
+#define mltune_refuse(err, fmt, ...) ({					\
+	int __err = (err);						\
+									\
+	pr_warn_ratelimited("refused (%d): " fmt, __err, ##__VA_ARGS__);	\
+	__err;								\
+})
+
+/* The writer of sysfs file @file (for the log) may change things. */
+int mltune_check_writer(const char *file);
+/* buf[0..count) has no NUL byte; else -EINVAL, logged. */
+int mltune_check_nul(const char *file, const char *buf, size_t count);
+
+/*
+ * Run fn(arg) on the module's ordered workqueue and wait for it,
+ * uninterruptibly: it runs with the init credentials and the initial
+ * namespaces, whatever the caller's.
+ */
+int mltune_call(int (*fn)(void *arg), void *arg);
+
+/*
+ * The module's private kernel mounts of proc and sysfs, made on the
+ * workqueue (so proc belongs to the initial pid namespace) by
+ * mltune_common_init() before any part registers a file, and unmounted by
+ * mltune_common_exit() after every part is gone. Read without a lock in
+ * between; a file opened on them keeps its mount until it is closed.
+ * Opening files relative to them (file_open_root_mnt()) ignores the mount
+ * namespace of the task that opens them.
+ */
+extern struct vfsmount *mltune_proc_mnt;
+extern struct vfsmount *mltune_sys_mnt;
+
+/* First thing of mltune_init(), last thing of mltune_exit(). */
+int mltune_common_init(void);
+void mltune_common_exit(void);
+
+#endif /* MLTUNE_COMMON_H */
