@@ -62,9 +62,10 @@ Result<PolicyNumbers> policy_numbers(const PolicyTable &pt) {
     return {};
   };
   PolicyNumbers n;
-  for (auto st : {get_int("priority", 1, 99, n.prio), get_int("nice", -20, 19, n.nice),
-                  get_int("runtime_us", 2, 10'000'000, n.runtime), get_int("deadline_us", 2, 10'000'000, n.deadline),
-                  get_int("period_us", 2, 10'000'000, n.period)}) {
+  for (const auto &st :
+       {get_int("priority", 1, 99, n.prio), get_int("nice", -20, 19, n.nice),
+        get_int("runtime_us", 2, 10'000'000, n.runtime), get_int("deadline_us", 2, 10'000'000, n.deadline),
+        get_int("period_us", 2, 10'000'000, n.period)}) {
     if (!st) {
       return st.error();
     }
