@@ -2,6 +2,8 @@
 // all-devices transaction.  Hardware-free; the kernel side is a NicBackend.
 #include "mltune/nic.hpp"
 
+#include "nic/plan_phases.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -298,218 +300,271 @@ Result<std::vector<NicDevice>> nic_probe_all(NicBackend &backend, const std::str
   return devs;
 }
 
+namespace detail {
+
+void DeviceChanges::skip(const std::string &key, std::string why) {
+  plan_.skipped.push_back({dev_.name, key, std::move(why)});
+}
+
+void DeviceChanges::change(const std::string &key, const std::string &to, const NicSetting &s) {
+  const auto it = dev_.current.find(key);
+  const std::string from = it == dev_.current.end() ? "" : it->second;
+  if (from != to) {
+    changes.push_back({dev_.name, key, from, to, s.origin});
+  }
+}
+
+Result<std::vector<unsigned>> DeviceChanges::housekeeping() {
+  if (hk_.empty()) {
+    auto c = backend_.node_cpus(dev_.numa_node);
+    if (!c) {
+      return c.error();
+    }
+    if (c->empty()) {
+      return failure(dev_.name + ": no housekeeping CPUs on NUMA node " + std::to_string(dev_.numa_node));
+    }
+    hk_ = std::move(*c);
+  }
+  return hk_;
+}
+
+NicWanted nic_wanted_for(const std::vector<NicRule> &rules, const NicDevice &dev) {
+  return wanted_for(rules, dev);
+}
+
+Status plan_feature(DeviceChanges &d, const std::string &key, const NicSetting &s, const std::string &at) {
+  const NicDevice &dev = d.dev();
+  const std::string fname = key.substr(9);
+  const auto names = nic_feature_expand(fname, dev);
+  if (names.empty()) {
+    return input_error(at + ": unknown feature '" + fname + "' (see 'mltunectl nic show " + dev.name + "')");
+  }
+  const std::string to = nic_normalize_value(s.value);
+  bool any_changeable = false;
+  bool fixed_differs = false;
+  for (const auto &n : names) {
+    const std::string fk = "features." + n;
+    if (dev.fixed.contains(fk)) {
+      fixed_differs = fixed_differs || dev.current.at(fk) != to;
+      continue;
+    }
+    any_changeable = true;
+    d.change(fk, to, s);
+  }
+  if (!any_changeable && fixed_differs) {
+    if (s.explicit_request) {
+      return input_error(at + ": feature '" + fname + "' is fixed on " + dev.name + " (driver " + dev.driver + ")");
+    }
+    d.skip(key, "fixed by driver " + dev.driver);
+  }
+  return {};
+}
+
+Status plan_value(DeviceChanges &d, const std::string &key, const NicSetting &s, const std::string &at) {
+  const NicDevice &dev = d.dev();
+  const KeySpec *spec = find_key(key);
+  if (spec == nullptr) {
+    return input_error(at + ": unknown NIC setting");
+  }
+  if (!dev.current.contains(key) && !s.explicit_request) {
+    d.skip(key, "not supported by driver " + dev.driver);
+    return {};
+  }
+  std::string to = nic_normalize_value(s.value);
+  const auto mx = dev.max.find(key);
+  if (to == "max" || to == "local") {
+    if (mx == dev.max.end()) {
+      d.skip(key, "driver " + dev.driver + " reports no maximum");
+      return {};
+    }
+    std::uint64_t v = mx->second;
+    if (to == "local") {
+      auto c = d.housekeeping();
+      if (!c) {
+        return c.error();
+      }
+      v = std::min<std::uint64_t>(v, c->size());
+    }
+    if (v == 0) {
+      d.skip(key, "device maximum is 0");
+      return {};
+    }
+    to = std::to_string(v);
+  } else if (spec->kind != VKind::boolean && mx != dev.max.end()) {
+    std::uint64_t n = 0;
+    if (parse_u64(to, n) && n > mx->second) {
+      return input_error(at + ": " + to + " exceeds the device maximum " + std::to_string(mx->second));
+    }
+  }
+  if ((key.starts_with("rings.") || key == "channels.combined") && to == "0" && mx != dev.max.end()) {
+    return input_error(at + ": 0 is not a valid size");
+  }
+  d.change(key, to, s);
+  return {};
+}
+
+Status plan_settings(DeviceChanges &d, const NicWanted &wanted) {
+  const NicDevice &dev = d.dev();
+  for (const auto &[key, s] : wanted) {
+    const std::string group = nic_group(key);
+    const std::string at = dev.name + ": " + key + " (" + s.origin + ")";
+    if (group == "irq" || group == "rps") {
+      continue; // plan_queue_irqs, plan_rps
+    }
+    if (dev.unsupported_groups.contains(group)) {
+      if (s.explicit_request) {
+        return input_error(at + ": the " + dev.driver + " driver does not support " + group + " settings");
+      }
+      d.skip(key, "driver " + dev.driver + " has no " + group + " settings");
+      continue;
+    }
+    auto st = group == "features" ? plan_feature(d, key, s, at) : plan_value(d, key, s, at);
+    if (!st) {
+      return st;
+    }
+  }
+  return {};
+}
+
+Status plan_queue_irqs(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals &totals) {
+  const NicDevice &dev = d.dev();
+  // Queue IRQs over housekeeping CPUs of the NIC's node, round robin.
+  const auto aff = wanted.find("irq.affinity");
+  if (aff == wanted.end() || aff->second.value != "housekeeping" || dev.irqs.empty()) {
+    return {};
+  }
+  auto c = d.housekeeping();
+  if (!c) {
+    return c.error();
+  }
+  for (size_t i = 0; i < dev.irqs.size(); ++i) {
+    const unsigned cpu = (*c)[i % c->size()];
+    d.change("irq." + std::to_string(dev.irqs[i]), std::to_string(cpu), aff->second);
+    totals.irqbalance_irqs.insert(dev.irqs[i]);
+  }
+  totals.housekeeping_all.insert(c->begin(), c->end());
+  const auto ib = wanted.find("irq.irqbalance");
+  const std::string mode = ib == wanted.end() ? "ban" : ib->second.value;
+  if (mode != "ignore" && (totals.irqbalance_mode.empty() || mode == "stop")) {
+    totals.irqbalance_mode = mode;
+  }
+  return {};
+}
+
+Status plan_rps(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals &totals) {
+  const NicDevice &dev = d.dev();
+  const auto rps = wanted.find("rps.cpus");
+  const auto fe = wanted.find("rps.flow-entries");
+  std::uint64_t per_queue = 0;
+  bool set_flow_cnt = false;
+  if (fe != wanted.end()) {
+    std::uint64_t n = 0;
+    parse_u64(fe->second.value, n);
+    n = n == 0 ? 0 : roundup_pow2(n);
+    totals.flow_entries = std::max(totals.flow_entries, n);
+    totals.want_flow = true;
+    totals.flow_origin = fe->second.origin;
+    if (!dev.rx_queues.empty()) {
+      per_queue = n == 0 ? 0 : roundup_pow2(std::max<std::uint64_t>(1, n / dev.rx_queues.size()));
+      set_flow_cnt = true;
+    }
+  }
+  for (const auto &q : dev.rx_queues) {
+    if (rps != wanted.end() && rps->second.value != "leave") {
+      std::string mask = "0";
+      if (rps->second.value == "housekeeping") {
+        auto c = d.housekeeping();
+        if (!c) {
+          return c.error();
+        }
+        mask = hex_mask(*c);
+      }
+      if (dev.current.contains("rps." + q + ".cpus")) {
+        d.change("rps." + q + ".cpus", mask, rps->second);
+      }
+    }
+    if (set_flow_cnt && dev.current.contains("rps." + q + ".flow-cnt")) {
+      d.change("rps." + q + ".flow-cnt", std::to_string(per_queue), fe->second);
+    }
+  }
+  return {};
+}
+
+Status plan_device(const std::vector<NicRule> &rules, const NicDevice &dev, NicBackend &backend, NicPlan &plan,
+                   NicPlanTotals &totals) {
+  const NicWanted wanted = wanted_for(rules, dev);
+  DeviceChanges d(dev, backend, plan);
+  if (auto st = plan_settings(d, wanted); !st) {
+    return st;
+  }
+  if (auto st = plan_queue_irqs(d, wanted, totals); !st) {
+    return st;
+  }
+  if (auto st = plan_rps(d, wanted, totals); !st) {
+    return st;
+  }
+  std::stable_sort(d.changes.begin(), d.changes.end(), [](const NicChange &a, const NicChange &b) {
+    return group_rank(nic_group(a.key)) < group_rank(nic_group(b.key));
+  });
+  plan.changes.insert(plan.changes.end(), d.changes.begin(), d.changes.end());
+  return {};
+}
+
+Status plan_flow_entries(NicBackend &backend, const NicPlanTotals &totals, NicPlan &plan) {
+  if (!totals.want_flow) {
+    return {};
+  }
+  const std::string key = "sysctl.net.core.rps_sock_flow_entries";
+  auto cur = backend.read_global(key);
+  if (!cur) {
+    return cur.error();
+  }
+  if (*cur != std::to_string(totals.flow_entries)) {
+    plan.changes.push_back({"", key, *cur, std::to_string(totals.flow_entries), totals.flow_origin});
+  }
+  return {};
+}
+
+void plan_irqbalance(NicBackend &backend, const NicPlanTotals &totals, NicPlan &plan) {
+  if (totals.irqbalance_mode.empty()) {
+    return;
+  }
+  const int pid = backend.irqbalance_pid();
+  if (pid <= 0) {
+    plan.notes.emplace_back("irqbalance is not running");
+    return;
+  }
+  plan.irqbalance = totals.irqbalance_mode;
+  plan.irqbalance_irqs.assign(totals.irqbalance_irqs.begin(), totals.irqbalance_irqs.end());
+  auto all = backend.node_cpus(-1);
+  if (all) {
+    for (unsigned c : *all) {
+      if (!totals.housekeeping_all.contains(c)) {
+        plan.irqbalance_banned.push_back(c);
+      }
+    }
+  }
+  plan.notes.push_back(
+      "irqbalance (pid " + std::to_string(pid) + ") is running: " +
+      (totals.irqbalance_mode == "stop" ? "it will be stopped" : "the NIC IRQs will be banned from it"));
+}
+
+} // namespace detail
+
 Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices, NicBackend &backend,
                          const NicOptions &opts) {
   (void)opts;
   NicPlan plan;
-  std::uint64_t flow_entries = 0;
-  bool want_flow = false;
-  std::string flow_origin;
-  std::set<int> irqbalance_irqs;
-  std::set<unsigned> housekeeping_all;
-  std::string irqbalance_mode;
-
+  detail::NicPlanTotals totals;
   for (const auto &dev : devices) {
-    const auto wanted = wanted_for(rules, dev);
-    std::vector<NicChange> changes;
-    auto skip = [&](const std::string &key, std::string why) {
-      plan.skipped.push_back({dev.name, key, std::move(why)});
-    };
-    auto change = [&](const std::string &key, const std::string &to, const NicSetting &s) {
-      const auto it = dev.current.find(key);
-      const std::string from = it == dev.current.end() ? "" : it->second;
-      if (from != to) {
-        changes.push_back({dev.name, key, from, to, s.origin});
-      }
-    };
-
-    std::vector<unsigned> hk;
-    auto housekeeping = [&]() -> Result<std::vector<unsigned>> {
-      if (hk.empty()) {
-        auto c = backend.node_cpus(dev.numa_node);
-        if (!c) {
-          return c.error();
-        }
-        if (c->empty()) {
-          return failure(dev.name + ": no housekeeping CPUs on NUMA node " + std::to_string(dev.numa_node));
-        }
-        hk = std::move(*c);
-      }
-      return hk;
-    };
-
-    for (const auto &[key, s] : wanted) {
-      const std::string group = nic_group(key);
-      const std::string at = dev.name + ": " + key + " (" + s.origin + ")";
-      if (group == "irq" || group == "rps") {
-        continue; // below
-      }
-      if (dev.unsupported_groups.contains(group)) {
-        if (s.explicit_request) {
-          return input_error(at + ": the " + dev.driver + " driver does not support " + group + " settings");
-        }
-        skip(key, "driver " + dev.driver + " has no " + group + " settings");
-        continue;
-      }
-      if (group == "features") {
-        const std::string fname = key.substr(9);
-        const auto names = nic_feature_expand(fname, dev);
-        if (names.empty()) {
-          return input_error(at + ": unknown feature '" + fname + "' (see 'mltunectl nic show " + dev.name + "')");
-        }
-        const std::string to = nic_normalize_value(s.value);
-        bool any_changeable = false;
-        bool fixed_differs = false;
-        for (const auto &n : names) {
-          const std::string fk = "features." + n;
-          if (dev.fixed.contains(fk)) {
-            fixed_differs = fixed_differs || dev.current.at(fk) != to;
-            continue;
-          }
-          any_changeable = true;
-          change(fk, to, s);
-        }
-        if (!any_changeable && fixed_differs) {
-          if (s.explicit_request) {
-            return input_error(at + ": feature '" + fname + "' is fixed on " + dev.name + " (driver " + dev.driver +
-                               ")");
-          }
-          skip(key, "fixed by driver " + dev.driver);
-        }
-        continue;
-      }
-      const KeySpec *spec = find_key(key);
-      if (spec == nullptr) {
-        return input_error(at + ": unknown NIC setting");
-      }
-      if (!dev.current.contains(key)) {
-        if (!s.explicit_request) {
-          skip(key, "not supported by driver " + dev.driver);
-          continue;
-        }
-      }
-      std::string to = nic_normalize_value(s.value);
-      const auto mx = dev.max.find(key);
-      if (to == "max" || to == "local") {
-        if (mx == dev.max.end()) {
-          skip(key, "driver " + dev.driver + " reports no maximum");
-          continue;
-        }
-        std::uint64_t v = mx->second;
-        if (to == "local") {
-          auto c = housekeeping();
-          if (!c) {
-            return c.error();
-          }
-          v = std::min<std::uint64_t>(v, c->size());
-        }
-        if (v == 0) {
-          skip(key, "device maximum is 0");
-          continue;
-        }
-        to = std::to_string(v);
-      } else if (spec->kind != VKind::boolean && mx != dev.max.end()) {
-        std::uint64_t n = 0;
-        if (parse_u64(to, n) && n > mx->second) {
-          return input_error(at + ": " + to + " exceeds the device maximum " + std::to_string(mx->second));
-        }
-      }
-      if ((key.starts_with("rings.") || key == "channels.combined") && to == "0" && mx != dev.max.end()) {
-        return input_error(at + ": 0 is not a valid size");
-      }
-      change(key, to, s);
-    }
-
-    // Queue IRQs over housekeeping CPUs of the NIC's node, round robin.
-    const auto aff = wanted.find("irq.affinity");
-    if (aff != wanted.end() && aff->second.value == "housekeeping" && !dev.irqs.empty()) {
-      auto c = housekeeping();
-      if (!c) {
-        return c.error();
-      }
-      for (size_t i = 0; i < dev.irqs.size(); ++i) {
-        const unsigned cpu = (*c)[i % c->size()];
-        change("irq." + std::to_string(dev.irqs[i]), std::to_string(cpu), aff->second);
-        irqbalance_irqs.insert(dev.irqs[i]);
-      }
-      housekeeping_all.insert(c->begin(), c->end());
-      const auto ib = wanted.find("irq.irqbalance");
-      const std::string mode = ib == wanted.end() ? "ban" : ib->second.value;
-      if (mode != "ignore" && (irqbalance_mode.empty() || mode == "stop")) {
-        irqbalance_mode = mode;
-      }
-    }
-    const auto rps = wanted.find("rps.cpus");
-    const auto fe = wanted.find("rps.flow-entries");
-    std::uint64_t per_queue = 0;
-    bool set_flow_cnt = false;
-    if (fe != wanted.end()) {
-      std::uint64_t n = 0;
-      parse_u64(fe->second.value, n);
-      n = n == 0 ? 0 : roundup_pow2(n);
-      flow_entries = std::max(flow_entries, n);
-      want_flow = true;
-      flow_origin = fe->second.origin;
-      if (!dev.rx_queues.empty()) {
-        per_queue = n == 0 ? 0 : roundup_pow2(std::max<std::uint64_t>(1, n / dev.rx_queues.size()));
-        set_flow_cnt = true;
-      }
-    }
-    for (const auto &q : dev.rx_queues) {
-      if (rps != wanted.end() && rps->second.value != "leave") {
-        std::string mask = "0";
-        if (rps->second.value == "housekeeping") {
-          auto c = housekeeping();
-          if (!c) {
-            return c.error();
-          }
-          mask = hex_mask(*c);
-        }
-        if (dev.current.contains("rps." + q + ".cpus")) {
-          change("rps." + q + ".cpus", mask, rps->second);
-        }
-      }
-      if (set_flow_cnt && dev.current.contains("rps." + q + ".flow-cnt")) {
-        change("rps." + q + ".flow-cnt", std::to_string(per_queue), fe->second);
-      }
-    }
-
-    std::stable_sort(changes.begin(), changes.end(), [](const NicChange &a, const NicChange &b) {
-      return group_rank(nic_group(a.key)) < group_rank(nic_group(b.key));
-    });
-    plan.changes.insert(plan.changes.end(), changes.begin(), changes.end());
-  }
-
-  if (want_flow) {
-    const std::string key = "sysctl.net.core.rps_sock_flow_entries";
-    auto cur = backend.read_global(key);
-    if (!cur) {
-      return cur.error();
-    }
-    if (*cur != std::to_string(flow_entries)) {
-      plan.changes.push_back({"", key, *cur, std::to_string(flow_entries), flow_origin});
+    if (auto st = detail::plan_device(rules, dev, backend, plan, totals); !st) {
+      return st.error();
     }
   }
-
-  if (!irqbalance_mode.empty()) {
-    const int pid = backend.irqbalance_pid();
-    if (pid <= 0) {
-      plan.notes.emplace_back("irqbalance is not running");
-    } else {
-      plan.irqbalance = irqbalance_mode;
-      plan.irqbalance_irqs.assign(irqbalance_irqs.begin(), irqbalance_irqs.end());
-      auto all = backend.node_cpus(-1);
-      if (all) {
-        for (unsigned c : *all) {
-          if (!housekeeping_all.contains(c)) {
-            plan.irqbalance_banned.push_back(c);
-          }
-        }
-      }
-      plan.notes.push_back("irqbalance (pid " + std::to_string(pid) + ") is running: " +
-                           (irqbalance_mode == "stop" ? "it will be stopped" : "the NIC IRQs will be banned from it"));
-    }
+  if (auto st = detail::plan_flow_entries(backend, totals, plan); !st) {
+    return st.error();
   }
+  detail::plan_irqbalance(backend, totals, plan);
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #include "mltune_knobs_allow.h"
 #include "nic/profile_tables.hpp"
 #include "profile/allow.hpp"
+#include "profile/profile_phases.hpp"
 #include "sched/internal.hpp"
 
 #include "base/unique_fd.hpp"
@@ -317,23 +318,24 @@ Status check_ascii(std::string_view t, const std::string &display) {
 
 } // namespace
 
-Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
-  if (auto st = check_ascii(src.text, src.display); !st) {
-    return st;
+namespace detail {
+
+Result<toml::table> parse_profile_text(const std::string &text, const std::string &display) {
+  if (auto st = check_ascii(text, display); !st) {
+    return st.error();
   }
-  toml::table doc;
   try {
-    doc = toml::parse(src.text, src.display);
+    return toml::parse(text, display);
   } catch (const toml::parse_error &e) {
-    return input_error(src.display + ":" + std::to_string(e.source().begin.line) + ":" +
+    return input_error(display + ":" + std::to_string(e.source().begin.line) + ":" +
                        std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
   }
-  stack.push_back(src.id);
+}
 
-  // Pass 1: schema of the top level.
-  std::vector<std::pair<std::string, toml::source_region>> includes;
+Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const std::string &display) {
+  std::vector<IncludeRef> includes;
   for (const auto &[k, v] : doc) {
-    const std::string at = where(src.display, k.source());
+    const std::string at = where(display, k.source());
     if (k == "description") {
       if (!v.is_string()) {
         return input_error(at + ": description must be a string");
@@ -344,7 +346,7 @@ Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std
       } else if (const auto *arr = v.as_array()) {
         for (const auto &el : *arr) {
           if (!el.is_string()) {
-            return input_error(where(src.display, el.source()) + ": include entries must be strings");
+            return input_error(where(display, el.source()) + ": include entries must be strings");
           }
           includes.emplace_back(*el.value<std::string>(), el.source());
         }
@@ -366,95 +368,111 @@ Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std
                          "' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"])");
     }
   }
+  return includes;
+}
 
-  // Pass 2: includes, depth first, so this file's knobs override them.
-  for (const auto &[ref, region] : includes) {
-    const std::string at = where(src.display, region);
-    auto inc = resolve(ref, &src);
-    if (!inc) {
-      return input_error(at + ": include '" + ref + "': " + inc.error().message);
+Status check_include(const std::vector<std::string> &stack, const std::string &id, const std::string &at) {
+  if (std::find(stack.begin(), stack.end(), id) != stack.end()) {
+    std::string chain;
+    for (const auto &s : stack) {
+      chain += s + " -> ";
     }
-    if (std::find(stack.begin(), stack.end(), inc->id) != stack.end()) {
-      std::string chain;
-      for (const auto &s : stack) {
-        chain += s + " -> ";
-      }
-      return input_error(at + ": include cycle: " + chain + inc->id);
-    }
-    if (stack.size() >= k_max_include_depth) {
-      return input_error(at + ": includes nested deeper than " + std::to_string(k_max_include_depth));
-    }
-    if (auto st = load_into(*inc, out, stack); !st) {
-      return st;
+    return input_error(at + ": include cycle: " + chain + id);
+  }
+  if (stack.size() >= k_max_include_depth) {
+    return input_error(at + ": includes nested deeper than " + std::to_string(k_max_include_depth));
+  }
+  return {};
+}
+
+namespace {
+
+// The value of a parsed knob: one line, normalized, within the catalog's range.
+Status check_knob_value(const Knob &knob, const std::string &at) {
+  const std::string &key = knob.key;
+  if (knob.value.size() > k_max_value_len ||
+      std::any_of(knob.value.begin(), knob.value.end(), [](char c) { return c == '\n' || c == '\0'; }) ||
+      normalize_value(knob.value) != knob.value || knob.value.empty()) {
+    return input_error(at + ": " + key + ": value must be non-empty, one line, without extra spaces");
+  }
+  if (const auto *entry = catalog_find(key)) {
+    if (auto err = catalog_check(*entry, knob.value)) {
+      return input_error(at + ": " + key + ": " + *err);
     }
   }
+  return {};
+}
 
-  // Pass 3: knobs, in file order.
-  struct Entry {
-    Knob knob;
-    uint32_t line;
-  };
-  std::vector<Entry> entries;
+} // namespace
+
+Result<Knob> parse_knob(KnobKind kind, const toml::key &k, const toml::node &v, const std::string &display) {
+  const std::string at = where(display, k.source());
+  const std::string key(k.str());
+  if (auto err = check_key(kind, key)) {
+    return input_error(at + ": " + *err);
+  }
+  const auto *spec = v.as_table();
+  if (spec == nullptr) {
+    return input_error(at + ": " + key + ": expected { value = ..., reason = \"...\" }");
+  }
+  Knob knob{kind, key, {}, false, {}, at};
+  bool have_value = false;
+  for (const auto &[fk, fv] : *spec) {
+    const std::string fat = where(display, fk.source());
+    if (fk == "value") {
+      if (const auto *i = fv.as_integer()) {
+        knob.value = std::to_string(i->get());
+      } else if (const auto *s = fv.as_string()) {
+        knob.value = s->get();
+      } else {
+        return input_error(fat + ": " + key + ": value must be an integer or a string");
+      }
+      have_value = true;
+    } else if (fk == "optional") {
+      if (!fv.is_boolean()) {
+        return input_error(fat + ": " + key + ": optional must be true or false");
+      }
+      knob.optional = *fv.value<bool>();
+    } else if (fk == "reason") {
+      if (!fv.is_string()) {
+        return input_error(fat + ": " + key + ": reason must be a string");
+      }
+      knob.reason = *fv.value<std::string>();
+    } else {
+      return input_error(fat + ": " + key + ": unknown key '" + std::string(fk.str()) +
+                         "' (expected value, optional, reason)");
+    }
+  }
+  if (!have_value) {
+    return input_error(at + ": " + key + ": missing value");
+  }
+  if (auto st = check_knob_value(knob, at); !st) {
+    return st.error();
+  }
+  return knob;
+}
+
+Result<std::vector<KnobEntry>> parse_knobs(const toml::table &doc, const std::string &display) {
+  std::vector<KnobEntry> entries;
   for (const auto kind : {KnobKind::sysctl, KnobKind::sysfs}) {
     const auto *tbl = doc[kind == KnobKind::sysctl ? "sysctl" : "sysfs"].as_table();
     if (tbl == nullptr) {
       continue;
     }
     for (const auto &[k, v] : *tbl) {
-      const std::string at = where(src.display, k.source());
-      const std::string key(k.str());
-      if (auto err = check_key(kind, key)) {
-        return input_error(at + ": " + *err);
+      auto knob = parse_knob(kind, k, v, display);
+      if (!knob) {
+        return knob.error();
       }
-      const auto *spec = v.as_table();
-      if (spec == nullptr) {
-        return input_error(at + ": " + key + ": expected { value = ..., reason = \"...\" }");
-      }
-      Knob knob{kind, key, {}, false, {}, at};
-      bool have_value = false;
-      for (const auto &[fk, fv] : *spec) {
-        const std::string fat = where(src.display, fk.source());
-        if (fk == "value") {
-          if (const auto *i = fv.as_integer()) {
-            knob.value = std::to_string(i->get());
-          } else if (const auto *s = fv.as_string()) {
-            knob.value = s->get();
-          } else {
-            return input_error(fat + ": " + key + ": value must be an integer or a string");
-          }
-          have_value = true;
-        } else if (fk == "optional") {
-          if (!fv.is_boolean()) {
-            return input_error(fat + ": " + key + ": optional must be true or false");
-          }
-          knob.optional = *fv.value<bool>();
-        } else if (fk == "reason") {
-          if (!fv.is_string()) {
-            return input_error(fat + ": " + key + ": reason must be a string");
-          }
-          knob.reason = *fv.value<std::string>();
-        } else {
-          return input_error(fat + ": " + key + ": unknown key '" + std::string(fk.str()) +
-                             "' (expected value, optional, reason)");
-        }
-      }
-      if (!have_value) {
-        return input_error(at + ": " + key + ": missing value");
-      }
-      if (knob.value.size() > k_max_value_len ||
-          std::any_of(knob.value.begin(), knob.value.end(), [](char c) { return c == '\n' || c == '\0'; }) ||
-          normalize_value(knob.value) != knob.value || knob.value.empty()) {
-        return input_error(at + ": " + key + ": value must be non-empty, one line, without extra spaces");
-      }
-      if (const auto *entry = catalog_find(key)) {
-        if (auto err = catalog_check(*entry, knob.value)) {
-          return input_error(at + ": " + key + ": " + *err);
-        }
-      }
-      entries.push_back({std::move(knob), k.source().begin.line});
+      entries.push_back({std::move(*knob), k.source().begin.line});
     }
   }
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry &a, const Entry &b) { return a.line < b.line; });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const KnobEntry &a, const KnobEntry &b) { return a.line < b.line; });
+  return entries;
+}
+
+void merge_knobs(std::vector<KnobEntry> entries, Profile &out) {
   for (auto &e : entries) {
     auto it = std::find_if(out.knobs.begin(), out.knobs.end(), [&](const Knob &k) { return k.key == e.knob.key; });
     if (it != out.knobs.end()) {
@@ -463,18 +481,61 @@ Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std
       out.knobs.push_back(std::move(e.knob));
     }
   }
+}
+
+Status merge_sections(const toml::table &doc, const std::string &display, Profile &out) {
   if (const auto *nic = doc["nic"].as_table()) {
-    if (auto st = parse_nic_table(*nic, src.display, out.nic); !st) {
+    if (auto st = parse_nic_table(*nic, display, out.nic); !st) {
       return st;
     }
   }
   if (const auto *sched = doc.get("sched")) {
-    if (auto st = sched_rules_merge(*sched, src.display, out.sched_rules); !st) {
+    if (auto st = sched_rules_merge(*sched, display, out.sched_rules); !st) {
       return st;
     }
   }
   if (const auto desc = doc["description"].value<std::string>()) {
     out.description = *desc;
+  }
+  return {};
+}
+
+} // namespace detail
+
+Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
+  using namespace detail;
+  auto doc = parse_profile_text(src.text, src.display);
+  if (!doc) {
+    return doc.error();
+  }
+  stack.push_back(src.id);
+  // Pass 1: schema of the top level.
+  auto includes = check_top_level(*doc, src.display);
+  if (!includes) {
+    return includes.error();
+  }
+  // Pass 2: includes, depth first, so this file's knobs override them.
+  for (const auto &[ref, region] : *includes) {
+    const std::string at = where(src.display, region);
+    auto inc = resolve(ref, &src);
+    if (!inc) {
+      return input_error(at + ": include '" + ref + "': " + inc.error().message);
+    }
+    if (auto st = check_include(stack, inc->id, at); !st) {
+      return st;
+    }
+    if (auto st = load_into(*inc, out, stack); !st) {
+      return st;
+    }
+  }
+  // Pass 3: knobs, in file order; then the other sections.
+  auto entries = parse_knobs(*doc, src.display);
+  if (!entries) {
+    return entries.error();
+  }
+  merge_knobs(std::move(*entries), out);
+  if (auto st = merge_sections(*doc, src.display, out); !st) {
+    return st;
   }
   out.sources.push_back(src.display);
   stack.pop_back();

@@ -4,6 +4,7 @@
 
 #include "mltune/cpu_plan.hpp"
 #include "mltune/topology.hpp"
+#include "sched/apply_phases.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,11 @@ namespace mltune {
 namespace fs = std::filesystem;
 
 namespace {
+
+using detail::Ledger;
+using detail::State;
+using detail::StateEntry;
+using detail::ThreadPlan;
 
 constexpr std::string_view k_cgroup_mount = "/sys/fs/cgroup";
 
@@ -327,23 +333,6 @@ SchedAttr attr_from(const nlohmann::json &j) {
   return a;
 }
 
-struct StateEntry {
-  int pid = 0;
-  int tid = 0;
-  uint64_t starttime = 0;
-  std::string comm;
-  std::string rule;
-  SchedAttr before;
-  SchedAttr after;
-  std::string cgroup_before;
-  std::string cgroup; // partition moved into, "" when not moved
-};
-
-struct State {
-  std::vector<StateEntry> threads;
-  std::vector<std::pair<std::string, std::string>> partitions; // cgroup, cpus (created by mltune)
-};
-
 State load_state(const Sysroot &root) {
   State s;
   auto txt = root.read(k_sched_state_path);
@@ -458,43 +447,6 @@ std::string partition_name(std::string_view spec, const std::string &cpus) {
   return n;
 }
 
-struct Ledger {
-  std::vector<RootDomain> domains; // [0] is the default domain
-  long long rt_runtime = 950000;
-  long long rt_period = 1000000;
-  double reserved_per_cpu = 0;
-
-  RootDomain *find(const std::string &name) {
-    for (auto &d : domains) {
-      if (d.name == name) {
-        return &d;
-      }
-    }
-    return nullptr;
-  }
-  // The domain of a thread in cgroup `cg`.
-  RootDomain &of_cgroup(const std::string &cg) {
-    RootDomain *best = &domains[0];
-    size_t best_len = 0;
-    for (auto &d : domains) {
-      if (d.name != "default" && (cg == d.name || cg.starts_with(d.name + "/")) && d.name.size() > best_len) {
-        best = &d;
-        best_len = d.name.size();
-      }
-    }
-    return *best;
-  }
-  RootDomain make(std::string name, CpuSet cpus) const {
-    RootDomain d;
-    d.name = std::move(name);
-    d.cpus = std::move(cpus);
-    const auto n = static_cast<double>(d.cpus.count());
-    d.limit = rt_runtime < 0 ? -1 : n * static_cast<double>(rt_runtime) / static_cast<double>(rt_period);
-    d.reserved = n * reserved_per_cpu;
-    return d;
-  }
-};
-
 void find_partitions(const Sysroot &root, const std::string &cg, int depth,
                      std::vector<std::pair<std::string, CpuSet>> &out) {
   if (depth > 3) {
@@ -568,18 +520,6 @@ Ledger build_ledger(const SchedSystem &sys, bool count_used) {
 
 // ---- planning and applying -------------------------------------------------
 
-struct ThreadPlan {
-  ThreadInfo t;
-  const SchedRule *rule = nullptr;
-  SchedAttr before;
-  SchedAttr want;
-  std::string cpus;      // placement cpulist ("" none)
-  std::string partition; // DEADLINE with placement: the partition cgroup
-  std::string domain;    // admission domain
-  bool refused = false;
-  std::string message;
-};
-
 SchedAction action_of(const ThreadPlan &p, std::string result, std::string message) {
   SchedAction a;
   a.pid = p.t.pid;
@@ -640,29 +580,32 @@ PendingState g_pending;
 Ledger g_cached;
 int64_t g_cached_at = -1;
 
-Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, const SchedOptions &opt) {
-  SchedReport rep;
-  const Sysroot &root = sys.root();
-  Ledger &cached = g_cached;
-  int64_t &cached_at = g_cached_at;
-  const int64_t now = mono_ms();
-  const bool use_cache = opt.ledger_ttl_ms > 0 && cached_at >= 0 && now - cached_at < opt.ledger_ttl_ms;
-  Ledger ledger = use_cache ? cached : build_ledger(sys, true);
-  if (opt.ledger_ttl_ms > 0 && !use_cache) {
-    cached = ledger;
-    cached_at = now;
-  }
-  auto charge = [&](const std::string &domain, double bw) {
-    if (opt.ledger_ttl_ms > 0 && cached_at >= 0) {
-      if (RootDomain *d = cached.find(domain)) {
-        d->used += bw;
-      } else {
-        cached_at = -1; // a new partition: rescan next time
-      }
-    }
-  };
+} // namespace
 
-  // Admission for the whole request, per root domain, before touching anything.
+namespace detail {
+
+Ledger admission_ledger(const SchedSystem &sys, const SchedOptions &opt) {
+  const int64_t now = mono_ms();
+  const bool use_cache = opt.ledger_ttl_ms > 0 && g_cached_at >= 0 && now - g_cached_at < opt.ledger_ttl_ms;
+  Ledger ledger = use_cache ? g_cached : build_ledger(sys, true);
+  if (opt.ledger_ttl_ms > 0 && !use_cache) {
+    g_cached = ledger;
+    g_cached_at = now;
+  }
+  return ledger;
+}
+
+void charge_cached_ledger(const SchedOptions &opt, const std::string &domain, double bw) {
+  if (opt.ledger_ttl_ms > 0 && g_cached_at >= 0) {
+    if (RootDomain *d = g_cached.find(domain)) {
+      d->used += bw;
+    } else {
+      g_cached_at = -1; // a new partition: rescan next time
+    }
+  }
+}
+
+void assign_domains(Ledger &ledger, std::vector<ThreadPlan> &plans) {
   for (auto &p : plans) {
     if (p.want.policy != SchedPolicy::deadline) {
       continue;
@@ -685,6 +628,9 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
     const bool same_domain = ledger.of_cgroup(p.t.cgroup).name == p.domain;
     d.requested += p.want.bandwidth() - (same_domain ? p.before.bandwidth() : 0.0);
   }
+}
+
+void refuse_overbooked(Ledger &ledger, std::vector<ThreadPlan> &plans, SchedReport &rep) {
   for (auto &d : ledger.domains) {
     if (d.requested > 0 || d.used > 0) {
       rep.domains.push_back(d);
@@ -701,126 +647,166 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
     }
     rep.notes.push_back("admission refused: " + d.explain() + "; threads " + who);
   }
+}
 
+void ApplyRun::emit(SchedAction a) {
+  if (opt.log) {
+    opt.log(a);
+  }
+  rep.actions.push_back(std::move(a));
+}
+
+bool settle_without_change(ApplyRun &run, ThreadPlan &p, ThreadApply &ta) {
+  ta.want = p.want;
+  if (p.refused) {
+    const RootDomain *d = run.ledger.find(p.domain);
+    ta.why = "admission: " + (d != nullptr ? d->explain() : std::string("no room"));
+    if (!p.rule->fallback) {
+      run.emit(action_of(p, "refused", ta.why + "; no fallback configured, thread left as it is"));
+      return true;
+    }
+    ta.want = *p.rule->fallback;
+    p.partition.clear();
+  }
+  ta.in_place = p.partition.empty() || p.t.cgroup == p.partition;
+  if (same_attr(p.before, ta.want) && ta.in_place) {
+    ThreadPlan q = p;
+    q.want = ta.want;
+    run.emit(
+        action_of(q, p.refused ? "fallback" : "unchanged", p.refused ? ta.why + "; fallback already in effect" : ""));
+    return true;
+  }
+  if (run.opt.dry_run) {
+    ThreadPlan q = p;
+    q.want = ta.want;
+    run.emit(action_of(q, "dry-run", p.refused ? ta.why + "; would apply fallback " + ta.want.describe() : ""));
+    return true;
+  }
+  return false;
+}
+
+void ensure_partition_once(ApplyRun &run, const ThreadPlan &p) {
+  if (run.partitions_ok.contains(p.partition) || run.partitions_bad.contains(p.partition)) {
+    return;
+  }
+  const Sysroot &root = run.sys.root();
+  const bool existed = root.is_dir(std::string(k_cgroup_mount) + p.partition);
+  auto prs = run.sys.ensure_partition(p.partition, p.cpus);
+  if (prs && *prs == "root") {
+    run.partitions_ok.insert(p.partition);
+    run.rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition + ": cpus " + p.cpus +
+                            ", cpuset.cpus.partition reads \"" + *prs + "\"");
+    if (!existed && std::none_of(run.st.partitions.begin(), run.st.partitions.end(),
+                                 [&](const auto &x) { return x.first == p.partition; })) {
+      run.st.partitions.emplace_back(p.partition, p.cpus);
+      if (run.opt.defer_state) {
+        g_pending.partitions.emplace_back(p.partition, p.cpus);
+      }
+    }
+    return;
+  }
+  run.partitions_bad[p.partition] = prs ? "cpuset.cpus.partition reads \"" + *prs + "\"" : prs.error().message;
+  run.rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition +
+                          " unusable: " + run.partitions_bad[p.partition]);
+  if (!existed) {
+    (void)run.sys.remove_partition(p.partition);
+  }
+}
+
+bool place_thread(ApplyRun &run, ThreadPlan &p, ThreadApply &ta) {
+  if (p.partition.empty() || ta.in_place) {
+    return false;
+  }
+  ensure_partition_once(run, p);
+  if (run.partitions_bad.contains(p.partition)) {
+    ta.why = "placement on CPUs " + p.cpus + " failed: " + run.partitions_bad[p.partition];
+    if (!p.rule->fallback) {
+      run.emit(action_of(p, "failed", ta.why));
+      return true;
+    }
+    ta.want = *p.rule->fallback;
+    p.refused = true;
+    return false;
+  }
+  auto mv = run.sys.move_thread(p.t.tid, p.partition);
+  if (!mv) {
+    run.emit(action_of(p, gone(mv.error()) ? "gone" : "failed", mv.error().message));
+    return true;
+  }
+  ta.moved_to = p.partition;
+  return false;
+}
+
+Status set_with_retries(ApplyRun &run, ThreadPlan &p, ThreadApply &ta) {
+  auto s = run.sys.set(p.t.tid, ta.want);
+  // Right after a partition becomes "root" the kernel may still be updating
+  // the affinity of tasks in the parent; a thread moved in that window can
+  // keep the old mask and DEADLINE answers EPERM.  Move it again and retry.
+  for (int retry = 0; retry < 3 && !s && s.error().sys_errno == EPERM && !ta.moved_to.empty(); ++retry) {
+    ::usleep(2000);
+    (void)run.sys.move_thread(p.t.tid, p.t.cgroup); // a move to the same cgroup would be a no-op
+    (void)run.sys.move_thread(p.t.tid, ta.moved_to);
+    s = run.sys.set(p.t.tid, ta.want);
+  }
+  if (!s && s.error().sys_errno == EBUSY && ta.want.policy == SchedPolicy::deadline && p.rule->fallback) {
+    ta.why = "the kernel refused the bandwidth (EBUSY) for " + ta.want.describe();
+    ta.want = *p.rule->fallback;
+    p.refused = true;
+    s = run.sys.set(p.t.tid, ta.want);
+  }
+  return s;
+}
+
+void finish_thread(ApplyRun &run, ThreadPlan &p, const ThreadApply &ta, const Status &s) {
+  ThreadPlan q = p;
+  q.want = ta.want;
+  if (!s) {
+    if (!ta.moved_to.empty()) {
+      (void)run.sys.move_thread(p.t.tid, p.t.cgroup); // put it back
+    }
+    run.emit(action_of(q, s.error().sys_errno == ESRCH ? "gone" : "failed", s.error().message));
+    return;
+  }
+  // Logged as soon as sched_setattr has returned (the watcher's latency
+  // stamp), the bookkeeping follows.
+  charge_cached_ledger(run.opt, p.domain.empty() ? "default" : p.domain, ta.want.bandwidth() - p.before.bandwidth());
+  ThreadPlan r = q;
+  r.partition = ta.moved_to.empty() ? (ta.in_place ? p.partition : "") : ta.moved_to;
+  run.emit(action_of(r, p.refused ? "fallback" : "applied", ta.why));
+  if (run.opt.defer_state) {
+    g_pending.records.push_back({q, ta.want, ta.moved_to});
+    return;
+  }
+  record(run.st, q, ta.want, ta.moved_to);
+  if (auto ss = save_state(run.sys.root(), run.st); !ss) {
+    run.rep.notes.push_back("cannot save state: " + ss.error().message);
+  }
+}
+
+void apply_plan(ApplyRun &run, ThreadPlan &p) {
+  ThreadApply ta;
+  if (settle_without_change(run, p, ta) || place_thread(run, p, ta)) {
+    return;
+  }
+  const Status s = set_with_retries(run, p, ta);
+  finish_thread(run, p, ta, s);
+}
+
+} // namespace detail
+
+namespace {
+
+Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, const SchedOptions &opt) {
+  SchedReport rep;
+  Ledger ledger = detail::admission_ledger(sys, opt);
+  // Admission for the whole request, per root domain, before touching anything.
+  detail::assign_domains(ledger, plans);
+  detail::refuse_overbooked(ledger, plans, rep);
   // Deferred (watcher): the state file is written by sched_state_flush, off
   // the event path; what this run did is queued for it.
-  State st = opt.defer_state ? State{} : load_state(root);
-  std::set<std::string> partitions_ok;
-  std::map<std::string, std::string> partitions_bad;
-  auto emit = [&](SchedAction a) {
-    if (opt.log) {
-      opt.log(a);
-    }
-    rep.actions.push_back(std::move(a));
-  };
-
+  detail::ApplyRun run{sys, opt, ledger, rep, opt.defer_state ? State{} : load_state(sys.root()), {}, {}};
   for (auto &p : plans) {
-    SchedAttr want = p.want;
-    std::string why;
-    if (p.refused) {
-      const RootDomain *d = ledger.find(p.domain);
-      why = "admission: " + (d != nullptr ? d->explain() : std::string("no room"));
-      if (!p.rule->fallback) {
-        emit(action_of(p, "refused", why + "; no fallback configured, thread left as it is"));
-        continue;
-      }
-      want = *p.rule->fallback;
-      p.partition.clear();
-    }
-    const bool in_place = p.partition.empty() || p.t.cgroup == p.partition;
-    if (same_attr(p.before, want) && in_place) {
-      ThreadPlan q = p;
-      q.want = want;
-      emit(action_of(q, p.refused ? "fallback" : "unchanged", p.refused ? why + "; fallback already in effect" : ""));
-      continue;
-    }
-    if (opt.dry_run) {
-      ThreadPlan q = p;
-      q.want = want;
-      emit(action_of(q, "dry-run", p.refused ? why + "; would apply fallback " + want.describe() : ""));
-      continue;
-    }
-    std::string moved_to;
-    if (!p.partition.empty() && !in_place) {
-      if (!partitions_ok.contains(p.partition) && !partitions_bad.contains(p.partition)) {
-        const bool existed = root.is_dir(std::string(k_cgroup_mount) + p.partition);
-        auto prs = sys.ensure_partition(p.partition, p.cpus);
-        if (prs && *prs == "root") {
-          partitions_ok.insert(p.partition);
-          rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition + ": cpus " + p.cpus +
-                              ", cpuset.cpus.partition reads \"" + *prs + "\"");
-          if (!existed && std::none_of(st.partitions.begin(), st.partitions.end(),
-                                       [&](const auto &x) { return x.first == p.partition; })) {
-            st.partitions.emplace_back(p.partition, p.cpus);
-            if (opt.defer_state) {
-              g_pending.partitions.emplace_back(p.partition, p.cpus);
-            }
-          }
-        } else {
-          partitions_bad[p.partition] = prs ? "cpuset.cpus.partition reads \"" + *prs + "\"" : prs.error().message;
-          rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition +
-                              " unusable: " + partitions_bad[p.partition]);
-          if (!existed) {
-            (void)sys.remove_partition(p.partition);
-          }
-        }
-      }
-      if (partitions_bad.contains(p.partition)) {
-        why = "placement on CPUs " + p.cpus + " failed: " + partitions_bad[p.partition];
-        if (!p.rule->fallback) {
-          emit(action_of(p, "failed", why));
-          continue;
-        }
-        want = *p.rule->fallback;
-        p.refused = true;
-      } else {
-        auto mv = sys.move_thread(p.t.tid, p.partition);
-        if (!mv) {
-          emit(action_of(p, gone(mv.error()) ? "gone" : "failed", mv.error().message));
-          continue;
-        }
-        moved_to = p.partition;
-      }
-    }
-    auto s = sys.set(p.t.tid, want);
-    // Right after a partition becomes "root" the kernel may still be updating
-    // the affinity of tasks in the parent; a thread moved in that window can
-    // keep the old mask and DEADLINE answers EPERM.  Move it again and retry.
-    for (int retry = 0; retry < 3 && !s && s.error().sys_errno == EPERM && !moved_to.empty(); ++retry) {
-      ::usleep(2000);
-      (void)sys.move_thread(p.t.tid, p.t.cgroup); // a move to the same cgroup would be a no-op
-      (void)sys.move_thread(p.t.tid, moved_to);
-      s = sys.set(p.t.tid, want);
-    }
-    if (!s && s.error().sys_errno == EBUSY && want.policy == SchedPolicy::deadline && p.rule->fallback) {
-      why = "the kernel refused the bandwidth (EBUSY) for " + want.describe();
-      want = *p.rule->fallback;
-      p.refused = true;
-      s = sys.set(p.t.tid, want);
-    }
-    ThreadPlan q = p;
-    q.want = want;
-    if (!s) {
-      if (!moved_to.empty()) {
-        (void)sys.move_thread(p.t.tid, p.t.cgroup); // put it back
-      }
-      emit(action_of(q, s.error().sys_errno == ESRCH ? "gone" : "failed", s.error().message));
-      continue;
-    }
-    // Logged as soon as sched_setattr has returned (the watcher's latency
-    // stamp), the bookkeeping follows.
-    charge(p.domain.empty() ? "default" : p.domain, want.bandwidth() - p.before.bandwidth());
-    ThreadPlan r = q;
-    r.partition = moved_to.empty() ? (in_place ? p.partition : "") : moved_to;
-    emit(action_of(r, p.refused ? "fallback" : "applied", why));
-    if (opt.defer_state) {
-      g_pending.records.push_back({q, want, moved_to});
-      continue;
-    }
-    record(st, q, want, moved_to);
-    if (auto ss = save_state(root, st); !ss) {
-      rep.notes.push_back("cannot save state: " + ss.error().message);
-    }
+    detail::apply_plan(run, p);
   }
   return rep;
 }

@@ -1,5 +1,6 @@
 // [[sched.rule]] parsing, validation and matching.
 #include "internal.hpp"
+#include "sched/rules_phases.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -25,132 +26,167 @@ std::string us(uint64_t ns) {
   return std::to_string(ns) + "ns";
 }
 
-// Policy fields of a rule or a fallback table.
-Status policy_fields(const toml::table &t, const std::string &display, const std::string &ctx, SchedAttr &a,
-                     bool fallback) {
-  const auto pol = t["policy"].value<std::string>();
+} // namespace
+
+namespace detail {
+
+Result<SchedPolicy> parse_policy(const PolicyTable &pt, bool fallback) {
+  const auto pol = pt.t["policy"].value<std::string>();
   if (!pol) {
-    return input_error(where(display, t.source()) + ": " + ctx + ": missing policy (deadline, fifo, rr, other)");
+    return input_error(where(pt.display, pt.t.source()) + ": " + pt.ctx +
+                       ": missing policy (deadline, fifo, rr, other)");
   }
   const auto p = sched_policy_from(*pol);
   if (!p || *p == SchedPolicy::batch || *p == SchedPolicy::idle) {
-    return input_error(where(display, t["policy"].node()->source()) + ": " + ctx + ": unknown policy '" + *pol +
-                       "' (expected deadline, fifo, rr, other)");
+    return input_error(where(pt.display, pt.t["policy"].node()->source()) + ": " + pt.ctx + ": unknown policy '" +
+                       *pol + "' (expected deadline, fifo, rr, other)");
   }
   if (fallback && *p == SchedPolicy::deadline) {
-    return input_error(where(display, t.source()) + ": " + ctx + ": a fallback cannot be deadline");
+    return input_error(where(pt.display, pt.t.source()) + ": " + pt.ctx + ": a fallback cannot be deadline");
   }
-  a = {};
-  a.policy = *p;
+  return *p;
+}
+
+Result<PolicyNumbers> policy_numbers(const PolicyTable &pt) {
   auto get_int = [&](const char *key, int64_t lo, int64_t hi, int64_t &out) -> Status {
-    const auto *n = t.get(key);
+    const auto *n = pt.t.get(key);
     if (n == nullptr) {
       return {};
     }
     const auto v = n->value<int64_t>();
     if (!n->is_integer() || !v || *v < lo || *v > hi) {
-      return input_error(where(display, n->source()) + ": " + ctx + ": " + key + " must be an integer in [" +
+      return input_error(where(pt.display, n->source()) + ": " + pt.ctx + ": " + key + " must be an integer in [" +
                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     out = *v;
     return {};
   };
-  int64_t prio = -1;
-  int64_t nice = 0;
-  int64_t runtime = -1;
-  int64_t deadline = -1;
-  int64_t period = -1;
-  for (auto st :
-       {get_int("priority", 1, 99, prio), get_int("nice", -20, 19, nice), get_int("runtime_us", 2, 10'000'000, runtime),
-        get_int("deadline_us", 2, 10'000'000, deadline), get_int("period_us", 2, 10'000'000, period)}) {
+  PolicyNumbers n;
+  for (const auto &st :
+       {get_int("priority", 1, 99, n.prio), get_int("nice", -20, 19, n.nice),
+        get_int("runtime_us", 2, 10'000'000, n.runtime), get_int("deadline_us", 2, 10'000'000, n.deadline),
+        get_int("period_us", 2, 10'000'000, n.period)}) {
     if (!st) {
-      return st;
+      return st.error();
     }
   }
-  auto only = [&](std::initializer_list<const char *> allowed) -> Status {
-    static const char *const all[] = {"priority",  "nice",          "runtime_us",    "deadline_us",
-                                      "period_us", "reset_on_fork", "overrun_signal"};
-    for (const char *k : all) {
-      if (t.contains(k) && std::find_if(allowed.begin(), allowed.end(),
-                                        [&](const char *x) { return std::string_view(x) == k; }) == allowed.end()) {
-        return input_error(where(display, t.get(k)->source()) + ": " + ctx + ": " + k + " does not apply to policy " +
-                           *pol);
-      }
+  return n;
+}
+
+Status only_keys(const PolicyTable &pt, const std::string &policy, std::initializer_list<const char *> allowed) {
+  static const char *const all[] = {"priority",  "nice",          "runtime_us",    "deadline_us",
+                                    "period_us", "reset_on_fork", "overrun_signal"};
+  for (const char *k : all) {
+    if (pt.t.contains(k) && std::find_if(allowed.begin(), allowed.end(),
+                                         [&](const char *x) { return std::string_view(x) == k; }) == allowed.end()) {
+      return input_error(where(pt.display, pt.t.get(k)->source()) + ": " + pt.ctx + ": " + k +
+                         " does not apply to policy " + policy);
     }
-    return {};
-  };
-  auto get_bool = [&](const char *key, bool dflt) -> Result<bool> {
-    const auto *n = t.get(key);
-    if (n == nullptr) {
-      return dflt;
-    }
-    if (!n->is_boolean()) {
-      return input_error(where(display, n->source()) + ": " + ctx + ": " + key + " must be true or false");
-    }
-    return *n->value<bool>();
-  };
-  switch (*p) {
-  case SchedPolicy::deadline: {
-    if (auto st = only({"runtime_us", "deadline_us", "period_us", "reset_on_fork", "overrun_signal"}); !st) {
-      return st;
-    }
-    if (runtime < 0 || period < 0) {
-      return input_error(where(display, t.source()) + ": " + ctx + ": deadline needs runtime_us and period_us");
-    }
-    if (deadline < 0) {
-      deadline = period;
-    }
-    if (!(runtime <= deadline && deadline <= period)) {
-      return input_error(where(display, t.source()) + ": " + ctx +
-                         ": deadline needs runtime_us <= deadline_us <= period_us (got " + std::to_string(runtime) +
-                         " <= " + std::to_string(deadline) + " <= " + std::to_string(period) + ")");
-    }
-    a.runtime = static_cast<uint64_t>(runtime) * 1000;
-    a.deadline = static_cast<uint64_t>(deadline) * 1000;
-    a.period = static_cast<uint64_t>(period) * 1000;
-    // Threads that create threads (NCCL's service thread) need reset-on-fork:
-    // without it clone() fails with EAGAIN.  On unless the profile says no.
-    auto rof = get_bool("reset_on_fork", true);
-    auto ovr = get_bool("overrun_signal", false);
-    if (!rof) {
-      return rof.error();
-    }
-    if (!ovr) {
-      return ovr.error();
-    }
-    a.flags = (*rof ? k_sched_flag_reset_on_fork : 0) | (*ovr ? k_sched_flag_dl_overrun : 0);
-    break;
-  }
-  case SchedPolicy::fifo:
-  case SchedPolicy::rr: {
-    if (auto st = only({"priority", "reset_on_fork"}); !st) {
-      return st;
-    }
-    if (prio < 0) {
-      return input_error(where(display, t.source()) + ": " + ctx + ": " + *pol + " needs priority (1-99)");
-    }
-    a.priority = static_cast<int>(prio);
-    auto rof = get_bool("reset_on_fork", true);
-    if (!rof) {
-      return rof.error();
-    }
-    a.flags = *rof ? k_sched_flag_reset_on_fork : 0;
-    break;
-  }
-  default:
-    if (auto st = only({"nice", "reset_on_fork"}); !st) {
-      return st;
-    }
-    a.nice = static_cast<int>(nice);
-    auto rof = get_bool("reset_on_fork", false);
-    if (!rof) {
-      return rof.error();
-    }
-    a.flags = *rof ? k_sched_flag_reset_on_fork : 0;
-    break;
   }
   return {};
 }
+
+Result<bool> policy_bool(const PolicyTable &pt, const char *key, bool dflt) {
+  const auto *n = pt.t.get(key);
+  if (n == nullptr) {
+    return dflt;
+  }
+  if (!n->is_boolean()) {
+    return input_error(where(pt.display, n->source()) + ": " + pt.ctx + ": " + key + " must be true or false");
+  }
+  return *n->value<bool>();
+}
+
+Status deadline_fields(const PolicyTable &pt, const std::string &policy, PolicyNumbers n, SchedAttr &a) {
+  if (auto st = only_keys(pt, policy, {"runtime_us", "deadline_us", "period_us", "reset_on_fork", "overrun_signal"});
+      !st) {
+    return st;
+  }
+  const std::string at = where(pt.display, pt.t.source()) + ": " + pt.ctx;
+  if (n.runtime < 0 || n.period < 0) {
+    return input_error(at + ": deadline needs runtime_us and period_us");
+  }
+  if (n.deadline < 0) {
+    n.deadline = n.period;
+  }
+  if (!(n.runtime <= n.deadline && n.deadline <= n.period)) {
+    return input_error(at + ": deadline needs runtime_us <= deadline_us <= period_us (got " +
+                       std::to_string(n.runtime) + " <= " + std::to_string(n.deadline) +
+                       " <= " + std::to_string(n.period) + ")");
+  }
+  a.runtime = static_cast<uint64_t>(n.runtime) * 1000;
+  a.deadline = static_cast<uint64_t>(n.deadline) * 1000;
+  a.period = static_cast<uint64_t>(n.period) * 1000;
+  // Threads that create threads (NCCL's service thread) need reset-on-fork:
+  // without it clone() fails with EAGAIN.  On unless the profile says no.
+  auto rof = policy_bool(pt, "reset_on_fork", true);
+  auto ovr = policy_bool(pt, "overrun_signal", false);
+  if (!rof) {
+    return rof.error();
+  }
+  if (!ovr) {
+    return ovr.error();
+  }
+  a.flags = (*rof ? k_sched_flag_reset_on_fork : 0) | (*ovr ? k_sched_flag_dl_overrun : 0);
+  return {};
+}
+
+Status priority_fields(const PolicyTable &pt, const std::string &policy, const PolicyNumbers &n, SchedAttr &a) {
+  if (auto st = only_keys(pt, policy, {"priority", "reset_on_fork"}); !st) {
+    return st;
+  }
+  if (n.prio < 0) {
+    return input_error(where(pt.display, pt.t.source()) + ": " + pt.ctx + ": " + policy + " needs priority (1-99)");
+  }
+  a.priority = static_cast<int>(n.prio);
+  auto rof = policy_bool(pt, "reset_on_fork", true);
+  if (!rof) {
+    return rof.error();
+  }
+  a.flags = *rof ? k_sched_flag_reset_on_fork : 0;
+  return {};
+}
+
+Status nice_fields(const PolicyTable &pt, const std::string &policy, const PolicyNumbers &n, SchedAttr &a) {
+  if (auto st = only_keys(pt, policy, {"nice", "reset_on_fork"}); !st) {
+    return st;
+  }
+  a.nice = static_cast<int>(n.nice);
+  auto rof = policy_bool(pt, "reset_on_fork", false);
+  if (!rof) {
+    return rof.error();
+  }
+  a.flags = *rof ? k_sched_flag_reset_on_fork : 0;
+  return {};
+}
+
+Status policy_fields(const toml::table &t, const std::string &display, const std::string &ctx, SchedAttr &a,
+                     bool fallback) {
+  const PolicyTable pt{t, display, ctx};
+  const auto p = parse_policy(pt, fallback);
+  if (!p) {
+    return p.error();
+  }
+  a = {};
+  a.policy = *p;
+  const auto n = policy_numbers(pt);
+  if (!n) {
+    return n.error();
+  }
+  const std::string policy = *t["policy"].value<std::string>();
+  switch (*p) {
+  case SchedPolicy::deadline: return deadline_fields(pt, policy, *n, a);
+  case SchedPolicy::fifo:
+  case SchedPolicy::rr: return priority_fields(pt, policy, *n, a);
+  default: return nice_fields(pt, policy, *n, a);
+  }
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::policy_fields;
 
 bool valid_cpulist_chars(std::string_view s) {
   return !s.empty() &&

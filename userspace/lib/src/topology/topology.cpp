@@ -1,5 +1,7 @@
 #include "mltune/topology.hpp"
 
+#include "topology/topology_phases.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -246,11 +248,9 @@ bool gpu_class(std::string_view cls, std::string_view vendor) {
 
 } // namespace
 
-Result<Topology> discover_topology(const Sysroot &root) {
-  Topology t;
-  Reader rd(root, t);
+namespace detail {
 
-  // ---- CPUs ---------------------------------------------------------------
+Status read_online_cpus(const Sysroot &root, Topology &t) {
   const std::string online_path = "/sys/devices/system/cpu/online";
   auto online_text = root.read(online_path);
   if (!online_text) {
@@ -264,32 +264,34 @@ Result<Topology> discover_topology(const Sysroot &root) {
     return failure(online_path + ": no online CPU");
   }
   t.online = *online;
+  return {};
+}
 
-  if (auto info = root.read("/proc/cpuinfo")) {
-    std::string_view s = *info;
-    auto field = [&](std::string_view key) -> std::string {
-      const auto p = s.find(key);
-      if (p == std::string_view::npos) {
-        return "";
-      }
-      const auto colon = s.find(':', p);
-      const auto nl = s.find('\n', p);
-      if (colon == std::string_view::npos || (nl != std::string_view::npos && colon > nl)) {
-        return "";
-      }
-      return std::string(trim(s.substr(colon + 1, nl == std::string_view::npos ? nl : nl - colon - 1)));
-    };
-    t.cpu_vendor = field("vendor_id");
-    t.cpu_model = field("model name");
+void read_cpu_model(const Sysroot &root, Topology &t) {
+  auto info = root.read("/proc/cpuinfo");
+  if (!info) {
+    return;
   }
-
-  struct CpuInfo {
-    int socket = 0;
-    int core_id = 0;
-    int node = -1;
-    CpuSet siblings;
+  std::string_view s = *info;
+  auto field = [&](std::string_view key) -> std::string {
+    const auto p = s.find(key);
+    if (p == std::string_view::npos) {
+      return "";
+    }
+    const auto colon = s.find(':', p);
+    const auto nl = s.find('\n', p);
+    if (colon == std::string_view::npos || (nl != std::string_view::npos && colon > nl)) {
+      return "";
+    }
+    return std::string(trim(s.substr(colon + 1, nl == std::string_view::npos ? nl : nl - colon - 1)));
   };
-  std::map<unsigned, CpuInfo> cpus;
+  t.cpu_vendor = field("vendor_id");
+  t.cpu_model = field("model name");
+}
+
+CpuInfoMap read_cpu_topology(const Sysroot &root, Topology &t) {
+  Reader rd(root, t);
+  CpuInfoMap cpus;
   for (const unsigned c : t.online.cpus()) {
     const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology";
     CpuInfo ci;
@@ -315,8 +317,11 @@ Result<Topology> discover_topology(const Sysroot &root) {
     ci.siblings = *sib;
     cpus[c] = ci;
   }
+  return cpus;
+}
 
-  // ---- NUMA nodes ---------------------------------------------------------
+std::vector<int> numa_node_ids(const Sysroot &root, Topology &t) {
+  Reader rd(root, t);
   std::vector<int> node_ids;
   if (auto nl = rd.cpulist("/sys/devices/system/node/online", false)) {
     for (const unsigned n : nl->cpus()) {
@@ -330,6 +335,80 @@ Result<Topology> discover_topology(const Sysroot &root) {
     }
     std::sort(node_ids.begin(), node_ids.end());
   }
+  return node_ids;
+}
+
+namespace {
+
+void read_node_meminfo(const Sysroot &root, Reader &rd, const std::string &dir, NumaNode &n) {
+  auto mi = root.read(dir + "/meminfo");
+  if (!mi) {
+    return;
+  }
+  const auto p = mi->find("MemTotal:");
+  if (p == std::string::npos) {
+    return;
+  }
+  const auto e = mi->find('\n', p);
+  std::string_view v = std::string_view(*mi).substr(p + 9, e == std::string::npos ? std::string::npos : e - p - 9);
+  v = trim(v);
+  if (v.size() > 3 && v.substr(v.size() - 2) == "kB") {
+    v = trim(v.substr(0, v.size() - 2));
+  }
+  if (auto kb = to_int(v); kb && *kb >= 0) {
+    n.mem_total_kb = static_cast<std::uint64_t>(*kb);
+  } else {
+    rd.warn(dir + "/meminfo: cannot parse MemTotal");
+  }
+}
+
+void read_node_distances(Reader &rd, const std::string &dir, size_t nnodes, NumaNode &n) {
+  auto d = rd.text(dir + "/distance", false);
+  if (!d) {
+    return;
+  }
+  std::string_view s = *d;
+  while (!s.empty()) {
+    const auto sp = s.find(' ');
+    const std::string_view tok = s.substr(0, sp);
+    if (!tok.empty()) {
+      auto v = to_int(tok);
+      if (!v || *v < 0 || *v > 255) {
+        rd.warn(dir + "/distance: invalid entry '" + std::string(tok.substr(0, 20)) + "'");
+        n.distances.clear();
+        break;
+      }
+      n.distances.push_back(static_cast<int>(*v));
+    }
+    if (sp == std::string_view::npos) {
+      break;
+    }
+    s.remove_prefix(sp + 1);
+  }
+  if (!n.distances.empty() && n.distances.size() != nnodes) {
+    rd.warn(dir + "/distance: " + std::to_string(n.distances.size()) + " entries for " + std::to_string(nnodes) +
+            " nodes");
+    n.distances.clear();
+  }
+}
+
+} // namespace
+
+NumaNode read_numa_node(const Sysroot &root, Topology &t, int id, size_t nnodes) {
+  Reader rd(root, t);
+  const std::string dir = "/sys/devices/system/node/node" + std::to_string(id);
+  NumaNode n;
+  n.id = id;
+  if (auto c = rd.cpulist(dir + "/cpulist", true)) {
+    n.cpus = *c & t.online;
+  }
+  read_node_meminfo(root, rd, dir, n);
+  read_node_distances(rd, dir, nnodes, n);
+  return n;
+}
+
+Status read_numa_nodes(const Sysroot &root, Topology &t, CpuInfoMap &cpus) {
+  const std::vector<int> node_ids = numa_node_ids(root, t);
   std::map<unsigned, std::string> cpu_node_file;
   if (node_ids.empty()) {
     // Kernel without NUMA: one node with every CPU.
@@ -340,80 +419,55 @@ Result<Topology> discover_topology(const Sysroot &root) {
     t.nodes.push_back(n);
   }
   for (const int id : node_ids) {
-    const std::string dir = "/sys/devices/system/node/node" + std::to_string(id);
-    NumaNode n;
-    n.id = id;
-    const std::string cl = dir + "/cpulist";
-    if (auto c = rd.cpulist(cl, true)) {
-      n.cpus = *c & t.online;
-    }
+    NumaNode n = read_numa_node(root, t, id, node_ids.size());
+    const std::string cl = "/sys/devices/system/node/node" + std::to_string(id) + "/cpulist";
     for (const unsigned c : n.cpus.cpus()) {
       if (auto [it, fresh] = cpu_node_file.emplace(c, cl); !fresh) {
         return failure("inconsistent topology: CPU " + std::to_string(c) + " is listed in both " + it->second +
                        " and " + cl);
       }
     }
-    if (auto mi = root.read(dir + "/meminfo")) {
-      const auto p = mi->find("MemTotal:");
-      if (p != std::string::npos) {
-        const auto e = mi->find('\n', p);
-        std::string_view v =
-            std::string_view(*mi).substr(p + 9, e == std::string::npos ? std::string::npos : e - p - 9);
-        v = trim(v);
-        if (v.size() > 3 && v.substr(v.size() - 2) == "kB") {
-          v = trim(v.substr(0, v.size() - 2));
-        }
-        if (auto kb = to_int(v); kb && *kb >= 0) {
-          n.mem_total_kb = static_cast<std::uint64_t>(*kb);
-        } else {
-          rd.warn(dir + "/meminfo: cannot parse MemTotal");
-        }
-      }
-    }
-    if (auto d = rd.text(dir + "/distance", false)) {
-      std::string_view s = *d;
-      while (!s.empty()) {
-        const auto sp = s.find(' ');
-        const std::string_view tok = s.substr(0, sp);
-        if (!tok.empty()) {
-          auto v = to_int(tok);
-          if (!v || *v < 0 || *v > 255) {
-            rd.warn(dir + "/distance: invalid entry '" + std::string(tok.substr(0, 20)) + "'");
-            n.distances.clear();
-            break;
-          }
-          n.distances.push_back(static_cast<int>(*v));
-        }
-        if (sp == std::string_view::npos) {
-          break;
-        }
-        s.remove_prefix(sp + 1);
-      }
-      if (!n.distances.empty() && n.distances.size() != node_ids.size()) {
-        rd.warn(dir + "/distance: " + std::to_string(n.distances.size()) + " entries for " +
-                std::to_string(node_ids.size()) + " nodes");
-        n.distances.clear();
-      }
-    }
     t.nodes.push_back(std::move(n));
   }
+  CpuSet unassigned = t.online;
   for (auto &n : t.nodes) {
     for (const unsigned c : n.cpus.cpus()) {
       cpus[c].node = n.id;
     }
+    unassigned -= n.cpus;
   }
-  const CpuSet unassigned = [&] {
-    CpuSet s = t.online;
-    for (const auto &n : t.nodes) {
-      s -= n.cpus;
-    }
-    return s;
-  }();
   if (!unassigned.empty()) {
-    rd.warn("/sys/devices/system/node: online CPUs " + unassigned.str() + " are in no NUMA node");
+    t.warnings.push_back("/sys/devices/system/node: online CPUs " + unassigned.str() + " are in no NUMA node");
   }
+  return {};
+}
 
-  // ---- physical cores and sockets ------------------------------------------
+namespace {
+
+// Warnings for SMT siblings of CPU `c` that disagree with it on siblings, node or socket.
+void check_siblings(Topology &t, unsigned c, const CpuInfo &ci, const CpuSet &threads, CpuInfoMap &cpus) {
+  for (const unsigned s2 : threads.cpus()) {
+    const auto &o = cpus[s2];
+    if (!(o.siblings == ci.siblings)) {
+      t.warnings.push_back("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/thread_siblings_list: " +
+                           o.siblings.str() + " disagrees with CPU " + std::to_string(c) + "'s " + ci.siblings.str());
+    }
+    if (o.node != ci.node) {
+      t.warnings.push_back("/sys/devices/system/cpu/cpu" + std::to_string(s2) +
+                           "/topology/thread_siblings_list: SMT sibling of CPU " + std::to_string(c) +
+                           " is on NUMA node " + std::to_string(o.node) + ", not " + std::to_string(ci.node));
+    }
+    if (o.socket != ci.socket) {
+      t.warnings.push_back("/sys/devices/system/cpu/cpu" + std::to_string(s2) +
+                           "/topology/physical_package_id: SMT sibling of CPU " + std::to_string(c) + " is on socket " +
+                           std::to_string(o.socket));
+    }
+  }
+}
+
+} // namespace
+
+void build_cores_and_sockets(Topology &t, CpuInfoMap &cpus) {
   CpuSet seen;
   std::map<int, Socket> sockets;
   for (const auto &[c, ci] : cpus) {
@@ -432,23 +486,7 @@ Result<Topology> discover_topology(const Sysroot &root) {
     core.node = ci.node;
     core.threads = ci.siblings - seen;
     core.threads.set(c);
-    for (const unsigned s2 : core.threads.cpus()) {
-      const auto &o = cpus[s2];
-      if (!(o.siblings == ci.siblings)) {
-        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) + "/topology/thread_siblings_list: " +
-                o.siblings.str() + " disagrees with CPU " + std::to_string(c) + "'s " + ci.siblings.str());
-      }
-      if (o.node != ci.node) {
-        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) +
-                "/topology/thread_siblings_list: SMT sibling of CPU " + std::to_string(c) + " is on NUMA node " +
-                std::to_string(o.node) + ", not " + std::to_string(ci.node));
-      }
-      if (o.socket != ci.socket) {
-        rd.warn("/sys/devices/system/cpu/cpu" + std::to_string(s2) +
-                "/topology/physical_package_id: SMT sibling of CPU " + std::to_string(c) + " is on socket " +
-                std::to_string(o.socket));
-      }
-    }
+    check_siblings(t, c, ci, core.threads, cpus);
     seen |= core.threads;
     sockets[ci.socket].cores++;
     t.cores.push_back(std::move(core));
@@ -457,8 +495,10 @@ Result<Topology> discover_topology(const Sysroot &root) {
     std::sort(s.nodes.begin(), s.nodes.end());
     t.sockets.push_back(std::move(s));
   }
+}
 
-  // ---- PCI devices: GPUs -----------------------------------------------------
+void find_gpus(const Sysroot &root, Topology &t) {
+  Reader rd(root, t);
   for (const auto &addr : root.list_dir("/sys/bus/pci/devices")) {
     const std::string dev = "/sys/bus/pci/devices/" + addr;
     auto cls = rd.text(dev + "/class", false);
@@ -481,8 +521,33 @@ Result<Topology> discover_topology(const Sysroot &root) {
     }
     t.gpus.push_back(std::move(g));
   }
+}
 
-  // ---- NICs -------------------------------------------------------------------
+namespace {
+
+// The IRQs of PCI device `pcidev` (its MSI IRQs, else its legacy irq), sorted.
+std::vector<unsigned> pci_irqs(const Sysroot &root, Reader &rd, const std::string &pcidev) {
+  std::vector<unsigned> irqs;
+  for (const auto &m : root.list_dir(pcidev + "/msi_irqs")) {
+    if (auto v = to_int(m); v && *v >= 0) {
+      irqs.push_back(static_cast<unsigned>(*v));
+    } else {
+      rd.warn(pcidev + "/msi_irqs/" + m + ": not an IRQ number");
+    }
+  }
+  if (irqs.empty()) {
+    if (auto v = rd.integer(pcidev + "/irq", false); v && *v > 0) {
+      irqs.push_back(static_cast<unsigned>(*v));
+    }
+  }
+  std::sort(irqs.begin(), irqs.end());
+  return irqs;
+}
+
+} // namespace
+
+void find_nics(const Sysroot &root, Topology &t) {
+  Reader rd(root, t);
   std::optional<std::unordered_map<unsigned, std::string>> names;
   for (const auto &ifname : root.list_dir("/sys/class/net")) {
     const std::string base = "/sys/class/net/" + ifname;
@@ -509,28 +574,16 @@ Result<Topology> discover_topology(const Sysroot &root) {
     if (!names) {
       names = irq_names(root);
     }
-    std::vector<unsigned> irqs;
-    for (const auto &m : root.list_dir(*pcidev + "/msi_irqs")) {
-      if (auto v = to_int(m); v && *v >= 0) {
-        irqs.push_back(static_cast<unsigned>(*v));
-      } else {
-        rd.warn(*pcidev + "/msi_irqs/" + m + ": not an IRQ number");
-      }
-    }
-    if (irqs.empty()) {
-      if (auto v = rd.integer(*pcidev + "/irq", false); v && *v > 0) {
-        irqs.push_back(static_cast<unsigned>(*v));
-      }
-    }
-    std::sort(irqs.begin(), irqs.end());
-    for (const unsigned i : irqs) {
+    for (const unsigned i : pci_irqs(root, rd, *pcidev)) {
       auto it = names->find(i);
       nic.irqs.push_back({i, it == names->end() ? std::string() : it->second});
     }
     t.nics.push_back(std::move(nic));
   }
+}
 
-  // ---- NVMe ---------------------------------------------------------------------
+void find_nvme(const Sysroot &root, Topology &t) {
+  Reader rd(root, t);
   for (const auto &name : root.list_dir("/sys/class/nvme")) {
     const std::string base = "/sys/class/nvme/" + name;
     auto devpath = rd.resolve(base + "/device");
@@ -543,6 +596,25 @@ Result<Topology> discover_topology(const Sysroot &root) {
     }
     t.nvme.push_back({name, rd.pci(*pcidev, fs::path(*pcidev).filename().string())});
   }
+}
+
+} // namespace detail
+
+Result<Topology> discover_topology(const Sysroot &root) {
+  using namespace detail;
+  Topology t;
+  if (auto st = read_online_cpus(root, t); !st) {
+    return st.error();
+  }
+  read_cpu_model(root, t);
+  CpuInfoMap cpus = read_cpu_topology(root, t);
+  if (auto st = read_numa_nodes(root, t, cpus); !st) {
+    return st.error();
+  }
+  build_cores_and_sockets(t, cpus);
+  find_gpus(root, t);
+  find_nics(root, t);
+  find_nvme(root, t);
   return t;
 }
 

@@ -1,0 +1,138 @@
+// Unit tests of each phase of the profile loader's load_into
+// (profile/profile_phases.hpp) on TOML text: parsing, the top-level schema,
+// include checks, knobs and their merge, and the [nic]/[sched]/description
+// sections.
+#include "profile/profile_phases.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace mltune;
+using namespace mltune::detail;
+
+namespace {
+
+toml::table doc_of(const std::string &text) {
+  auto d = parse_profile_text(text, "t.toml");
+  EXPECT_TRUE(d.ok()) << (d.ok() ? "" : d.error().message);
+  return d.ok() ? std::move(*d) : toml::table{}; // a copy would lose the source regions
+}
+
+std::string error_of(const Status &st) {
+  return st.ok() ? std::string("(ok)") : st.error().message;
+}
+
+template <class T> std::string error_of(const Result<T> &r) {
+  return r.ok() ? std::string("(ok)") : r.error().message;
+}
+
+} // namespace
+
+TEST(ProfilePhases, ParseRefusesNonAsciiAndBadToml) {
+  EXPECT_TRUE(parse_profile_text("description = \"x\"\n", "t.toml").ok());
+  const auto na = parse_profile_text("a = 1\nb = \"\xc3\xa9\"\n", "t.toml");
+  EXPECT_EQ(error_of(na), "t.toml:2:6: non-ASCII byte; mltune profiles are ASCII");
+  const auto bad = parse_profile_text("a = \n", "t.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, Errc::input);
+  EXPECT_EQ(bad.error().message.rfind("t.toml:1:", 0), 0U);
+}
+
+TEST(ProfilePhases, TopLevelCollectsIncludesInOrder) {
+  const auto inc = check_top_level(doc_of("include = [\"base\", \"more\"]\ndescription = \"d\"\n[sysctl]\n"), "t.toml");
+  ASSERT_TRUE(inc.ok()) << error_of(inc);
+  ASSERT_EQ(inc->size(), 2U);
+  EXPECT_EQ((*inc)[0].first, "base");
+  EXPECT_EQ((*inc)[1].first, "more");
+  const auto one = check_top_level(doc_of("include = \"base\"\n"), "t.toml");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->size(), 1U);
+}
+
+TEST(ProfilePhases, TopLevelRejectsUnknownAndMistyped) {
+  EXPECT_EQ(error_of(check_top_level(doc_of("bogus = 1\n"), "t.toml")),
+            "t.toml:1: unknown key 'bogus' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"])");
+  EXPECT_EQ(error_of(check_top_level(doc_of("description = 3\n"), "t.toml")), "t.toml:1: description must be a string");
+  EXPECT_EQ(error_of(check_top_level(doc_of("include = [\"a\", 2]\n"), "t.toml")),
+            "t.toml:1: include entries must be strings");
+  EXPECT_EQ(error_of(check_top_level(doc_of("include = 2\n"), "t.toml")),
+            "t.toml:1: include must be a string or an array of strings");
+  EXPECT_EQ(error_of(check_top_level(doc_of("sysctl = 2\n"), "t.toml")), "t.toml:1: [sysctl] must be a table");
+  EXPECT_EQ(error_of(check_top_level(doc_of("nic = 2\n"), "t.toml")),
+            "t.toml:1: [nic] must be a table of [nic.\"GLOB\"] tables");
+}
+
+TEST(ProfilePhases, IncludeCycleAndDepth) {
+  EXPECT_TRUE(check_include({"a", "b"}, "c", "t.toml:1").ok());
+  EXPECT_EQ(error_of(check_include({"a", "b"}, "a", "t.toml:1")), "t.toml:1: include cycle: a -> b -> a");
+  const std::vector<std::string> deep(16, "x");
+  EXPECT_EQ(error_of(check_include(deep, "y", "t.toml:3")), "t.toml:3: includes nested deeper than 16");
+}
+
+TEST(ProfilePhases, KnobsInFileOrder) {
+  const auto e = parse_knobs(doc_of("[sysfs]\n\"kernel/mm/ksm/run\" = { value = 0 }\n"
+                                    "[sysctl]\n\"vm.swappiness\" = { value = 10, reason = \"r\", optional = true }\n"),
+                             "t.toml");
+  ASSERT_TRUE(e.ok()) << error_of(e);
+  ASSERT_EQ(e->size(), 2U);
+  EXPECT_EQ((*e)[0].knob.key, "kernel/mm/ksm/run");
+  EXPECT_EQ((*e)[0].knob.kind, KnobKind::sysfs);
+  EXPECT_EQ((*e)[0].line, 2U);
+  const Knob &k = (*e)[1].knob;
+  EXPECT_EQ(k.key, "vm.swappiness");
+  EXPECT_EQ(k.value, "10");
+  EXPECT_EQ(k.reason, "r");
+  EXPECT_TRUE(k.optional);
+  EXPECT_EQ(k.origin, "t.toml:4");
+}
+
+TEST(ProfilePhases, KnobErrors) {
+  const std::pair<const char *, const char *> bad[] = {
+      {"[sysctl]\n\"vm\" = { value = 1 }\n", "t.toml:2: invalid sysctl name 'vm'"},
+      {"[sysctl]\n\"vm.x\" = 1\n", "t.toml:2: vm.x: expected { value = ..., reason = \"...\" }"},
+      {"[sysctl]\n\"vm.x\" = { reason = \"r\" }\n", "t.toml:2: vm.x: missing value"},
+      {"[sysctl]\n\"vm.x\" = { value = 1.5 }\n", "t.toml:2: vm.x: value must be an integer or a string"},
+      {"[sysctl]\n\"vm.x\" = { value = 1, optional = 1 }\n", "t.toml:2: vm.x: optional must be true or false"},
+      {"[sysctl]\n\"vm.x\" = { value = 1, reason = 1 }\n", "t.toml:2: vm.x: reason must be a string"},
+      {"[sysctl]\n\"vm.x\" = { value = 1, why = 1 }\n",
+       "t.toml:2: vm.x: unknown key 'why' (expected value, optional, reason)"},
+      {"[sysctl]\n\"vm.x\" = { value = \"a  b\" }\n",
+       "t.toml:2: vm.x: value must be non-empty, one line, without extra spaces"},
+      {"[sysfs]\n\"class/net/x\" = { value = 1 }\n", "t.toml:2: sysfs path 'class/net/x' is outside the allowed"},
+  };
+  for (const auto &[text, want] : bad) {
+    SCOPED_TRACE(text);
+    const auto e = parse_knobs(doc_of(text), "t.toml");
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.error().message.rfind(want, 0), 0U) << e.error().message;
+  }
+}
+
+TEST(ProfilePhases, MergeKnobsReplacesByKey) {
+  Profile p;
+  p.knobs.push_back({KnobKind::sysctl, "vm.a", "1", false, "", "base.toml:1"});
+  p.knobs.push_back({KnobKind::sysctl, "vm.b", "2", false, "", "base.toml:2"});
+  std::vector<KnobEntry> e;
+  e.push_back({{KnobKind::sysctl, "vm.c", "3", false, "", "t.toml:1"}, 1});
+  e.push_back({{KnobKind::sysctl, "vm.a", "9", false, "", "t.toml:2"}, 2});
+  merge_knobs(std::move(e), p);
+  ASSERT_EQ(p.knobs.size(), 3U);
+  EXPECT_EQ(p.knobs[0].key, "vm.a");
+  EXPECT_EQ(p.knobs[0].value, "9");
+  EXPECT_EQ(p.knobs[0].origin, "t.toml:2");
+  EXPECT_EQ(p.knobs[2].key, "vm.c");
+}
+
+TEST(ProfilePhases, SectionsNicSchedDescription) {
+  Profile p;
+  ASSERT_TRUE(
+      merge_sections(doc_of("description = \"hello\"\n[nic.\"eth*\"]\nrings = { rx = 512 }\n"), "t.toml", p).ok());
+  EXPECT_EQ(p.description, "hello");
+  ASSERT_EQ(p.nic.size(), 1U);
+  EXPECT_EQ(p.nic[0].glob, "eth*");
+  EXPECT_TRUE(p.sched_rules.empty());
+  Profile none;
+  ASSERT_TRUE(merge_sections(doc_of("[sysctl]\n"), "t.toml", none).ok());
+  EXPECT_TRUE(none.description.empty());
+  EXPECT_TRUE(none.nic.empty());
+  EXPECT_FALSE(merge_sections(doc_of("[nic.\"*\"]\nring = { rx = 1 }\n"), "t.toml", none).ok());
+}

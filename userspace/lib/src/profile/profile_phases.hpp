@@ -1,0 +1,49 @@
+// The phases of ProfileLoader::load_into (profile/profile.cpp), one function
+// each, so unit tests can exercise every phase on TOML text: parsing, the
+// top-level schema, the include checks, the [sysctl]/[sysfs] knobs and their
+// merge, and the [nic], [sched] and description sections.  Library-private:
+// not part of the installed API.
+#pragma once
+
+#include "mltune/profile.hpp"
+
+#include <toml++/toml.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mltune::detail {
+
+// An include reference and where it was written.
+using IncludeRef = std::pair<std::string, toml::source_region>;
+
+// A knob and the line it was written on.
+struct KnobEntry {
+  Knob knob;
+  uint32_t line;
+};
+
+// The TOML document of a profile: ASCII only, parse errors as display:line:column.
+Result<toml::table> parse_profile_text(const std::string &text, const std::string &display);
+
+// Pass 1: the top-level keys are known and of the right type; the includes, in order.
+Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const std::string &display);
+
+// Pass 2 check: including `id` from the files in `stack` is neither a cycle nor too deep.
+Status check_include(const std::vector<std::string> &stack, const std::string &id, const std::string &at);
+
+// One knob: key `k` of [sysctl] or [sysfs] with its { value, optional, reason } table.
+Result<Knob> parse_knob(KnobKind kind, const toml::key &k, const toml::node &v, const std::string &display);
+
+// Pass 3: every knob of [sysctl] and [sysfs], in file order.
+Result<std::vector<KnobEntry>> parse_knobs(const toml::table &doc, const std::string &display);
+
+// The knobs into `out`: a knob replaces the one with the same key, others are appended.
+void merge_knobs(std::vector<KnobEntry> entries, Profile &out);
+
+// [nic], [sched] and description into `out`.
+Status merge_sections(const toml::table &doc, const std::string &display, Profile &out);
+
+} // namespace mltune::detail

@@ -1,0 +1,58 @@
+// The phases of discover_topology (topology/topology.cpp), one function each,
+// so unit tests can exercise every phase on a fake sysroot: online CPUs, the
+// CPU model, per-CPU topology (socket, core, SMT siblings), NUMA nodes,
+// physical cores and sockets, and the PCI devices (GPUs, NICs with their IRQs,
+// NVMe).  Each phase adds to the Topology and its warnings, in order.
+// Library-private: not part of the installed API.
+#pragma once
+
+#include "mltune/result.hpp"
+#include "mltune/sysroot.hpp"
+#include "mltune/topology.hpp"
+
+#include <map>
+#include <vector>
+
+namespace mltune::detail {
+
+// What /sys/devices/system/cpu/cpuN/topology says about one online CPU.
+struct CpuInfo {
+  int socket = 0;
+  int core_id = 0;
+  int node = -1;
+  CpuSet siblings;
+};
+using CpuInfoMap = std::map<unsigned, CpuInfo>;
+
+// t.online from /sys/devices/system/cpu/online; a failure when it is missing or empty.
+Status read_online_cpus(const Sysroot &root, Topology &t);
+
+// t.cpu_vendor and t.cpu_model from /proc/cpuinfo (left empty when absent).
+void read_cpu_model(const Sysroot &root, Topology &t);
+
+// Socket, core id and SMT siblings of every online CPU.
+CpuInfoMap read_cpu_topology(const Sysroot &root, Topology &t);
+
+// The NUMA node ids, from node/online or else the nodeN directories (sorted).
+std::vector<int> numa_node_ids(const Sysroot &root, Topology &t);
+
+// One NUMA node: its online CPUs, MemTotal and distances (`nnodes` entries expected).
+NumaNode read_numa_node(const Sysroot &root, Topology &t, int id, size_t nnodes);
+
+// t.nodes (one node with every CPU on a kernel without NUMA) and each CPU's
+// node; a failure when a CPU is in two nodes.
+Status read_numa_nodes(const Sysroot &root, Topology &t, CpuInfoMap &cpus);
+
+// t.cores and t.sockets from the per-CPU topology, warning on siblings that disagree.
+void build_cores_and_sockets(Topology &t, CpuInfoMap &cpus);
+
+// t.gpus: display controllers and accelerators of GPU vendors on the PCI bus.
+void find_gpus(const Sysroot &root, Topology &t);
+
+// t.nics: PCI network interfaces with their queues, driver and IRQs.
+void find_nics(const Sysroot &root, Topology &t);
+
+// t.nvme: NVMe controllers on PCI.
+void find_nvme(const Sysroot &root, Topology &t);
+
+} // namespace mltune::detail
