@@ -631,29 +631,41 @@ struct PendingState {
   std::vector<Rec> records;
   std::vector<std::pair<std::string, std::string>> partitions;
 };
-PendingState g_pending;
 
-// The watcher's cached ledger (one per process; the watcher is the only
-// user).  Built by the watcher's initial scan and refreshed while it is idle
-// (sched_ledger_refresh); what this process applies is charged to it
-// incrementally, so no event has to rescan every thread.
-Ledger g_cached;
-int64_t g_cached_at = -1;
+} // namespace
+
+// The watcher's state between events (one per watcher, sched_watch_cache()):
+// the cached admission ledger, built by the watcher's initial scan and
+// refreshed while it is idle (sched_ledger_refresh), with what this process
+// applies charged to it incrementally so no event has to rescan every thread;
+// and the records not written to the state file yet (sched_state_flush).
+struct SchedWatchCache {
+  PendingState pending;
+  Ledger ledger;
+  int64_t at = -1; // mono_ms() of the ledger, -1: none
+};
+
+namespace {
 
 Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, const SchedOptions &opt) {
   SchedReport rep;
   const Sysroot &root = sys.root();
-  Ledger &cached = g_cached;
-  int64_t &cached_at = g_cached_at;
+  // Without a watcher's cache, ledger_ttl_ms and defer_state do nothing.
+  SchedWatchCache fresh;
+  SchedWatchCache &wc = opt.watch ? *opt.watch : fresh;
+  const int ttl_ms = opt.watch ? opt.ledger_ttl_ms : 0;
+  const bool defer = opt.watch && opt.defer_state;
+  Ledger &cached = wc.ledger;
+  int64_t &cached_at = wc.at;
   const int64_t now = mono_ms();
-  const bool use_cache = opt.ledger_ttl_ms > 0 && cached_at >= 0 && now - cached_at < opt.ledger_ttl_ms;
+  const bool use_cache = ttl_ms > 0 && cached_at >= 0 && now - cached_at < ttl_ms;
   Ledger ledger = use_cache ? cached : build_ledger(sys, true);
-  if (opt.ledger_ttl_ms > 0 && !use_cache) {
+  if (ttl_ms > 0 && !use_cache) {
     cached = ledger;
     cached_at = now;
   }
   auto charge = [&](const std::string &domain, double bw) {
-    if (opt.ledger_ttl_ms > 0 && cached_at >= 0) {
+    if (ttl_ms > 0 && cached_at >= 0) {
       if (RootDomain *d = cached.find(domain)) {
         d->used += bw;
       } else {
@@ -704,7 +716,7 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
 
   // Deferred (watcher): the state file is written by sched_state_flush, off
   // the event path; what this run did is queued for it.
-  State st = opt.defer_state ? State{} : load_state(root);
+  State st = defer ? State{} : load_state(root);
   std::set<std::string> partitions_ok;
   std::map<std::string, std::string> partitions_bad;
   auto emit = [&](SchedAction a) {
@@ -752,8 +764,8 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
           if (!existed && std::none_of(st.partitions.begin(), st.partitions.end(),
                                        [&](const auto &x) { return x.first == p.partition; })) {
             st.partitions.emplace_back(p.partition, p.cpus);
-            if (opt.defer_state) {
-              g_pending.partitions.emplace_back(p.partition, p.cpus);
+            if (defer) {
+              wc.pending.partitions.emplace_back(p.partition, p.cpus);
             }
           }
         } else {
@@ -813,8 +825,8 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
     ThreadPlan r = q;
     r.partition = moved_to.empty() ? (in_place ? p.partition : "") : moved_to;
     emit(action_of(r, p.refused ? "fallback" : "applied", why));
-    if (opt.defer_state) {
-      g_pending.records.push_back({q, want, moved_to});
+    if (defer) {
+      wc.pending.records.push_back({q, want, moved_to});
       continue;
     }
     record(st, q, want, moved_to);
@@ -940,40 +952,44 @@ std::vector<RootDomain> sched_domains(const SchedSystem &sys) {
   return build_ledger(sys, true).domains;
 }
 
-void sched_ledger_refresh(const SchedSystem &sys) {
-  g_cached = build_ledger(sys, true);
-  g_cached_at = mono_ms();
+std::shared_ptr<SchedWatchCache> sched_watch_cache() {
+  return std::make_shared<SchedWatchCache>();
 }
 
-Status sched_state_flush(const Sysroot &root) {
-  if (g_pending.records.empty() && g_pending.partitions.empty()) {
+void sched_ledger_refresh(SchedWatchCache &wc, const SchedSystem &sys) {
+  wc.ledger = build_ledger(sys, true);
+  wc.at = mono_ms();
+}
+
+Status sched_state_flush(SchedWatchCache &wc, const Sysroot &root) {
+  if (wc.pending.records.empty() && wc.pending.partitions.empty()) {
     return {};
   }
   StateLock lock(root);
   State st = load_state(root);
-  for (const auto &[cg, cpus] : g_pending.partitions) {
+  for (const auto &[cg, cpus] : wc.pending.partitions) {
     if (std::none_of(st.partitions.begin(), st.partitions.end(), [&](const auto &x) { return x.first == cg; })) {
       st.partitions.emplace_back(cg, cpus);
     }
   }
-  for (const auto &r : g_pending.records) {
+  for (const auto &r : wc.pending.records) {
     record(st, r.plan, r.after, r.cgroup);
   }
-  g_pending = {};
+  wc.pending = {};
   return save_state(root, st);
 }
 
-void sched_ledger_charge(const std::string &domain, double bw) {
-  if (g_cached_at < 0) {
+void sched_ledger_charge(SchedWatchCache &wc, const std::string &domain, double bw) {
+  if (wc.at < 0) {
     return;
   }
-  if (RootDomain *d = g_cached.find(domain)) {
+  if (RootDomain *d = wc.ledger.find(domain)) {
     d->used = std::max(0.0, d->used + bw);
   }
 }
 
-int64_t sched_ledger_age_ms() {
-  return g_cached_at < 0 ? -1 : mono_ms() - g_cached_at;
+int64_t sched_ledger_age_ms(const SchedWatchCache &wc) {
+  return wc.at < 0 ? -1 : mono_ms() - wc.at;
 }
 
 Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {
