@@ -292,4 +292,31 @@ TEST_F(Watch, SourceErrorEndsTheWatcherAndKeepsTheRecords) {
   EXPECT_NE(fake.get(std::string(k_sched_state_path)).find("\"tid\": 101"), std::string::npos);
 }
 
+// The cached admission ledger (ledger_ttl_ms): 7 x 0.5 CPU of DEADLINE
+// fill the default domain (4 CPUs x 0.95); an 8th thread gets its fallback.
+TEST_F(Watch, CachedLedgerRefusesBeyondTheLimit) {
+  for (int i = 1; i <= 7; ++i) {
+    sys.spawn(100, 100 + i, "NCCL Progress " + std::to_string(i));
+  }
+  src.events({ev(ProcEvent::Kind::comm, 100, 120)}, [&] { sys.spawn(100, 120, "NCCL Progress 8"); });
+  ASSERT_TRUE(run());
+  EXPECT_EQ(sys.attr(107).policy, SchedPolicy::deadline);
+  EXPECT_EQ(sys.attr(120).policy, SchedPolicy::other);
+  EXPECT_EQ(sys.attr(120).nice, -10);
+}
+
+// The exit of a managed DEADLINE thread gives its bandwidth back to the
+// cached ledger at once, so the next thread is admitted without a rescan.
+TEST_F(Watch, ExitGivesBandwidthBackToTheCachedLedger) {
+  for (int i = 1; i <= 7; ++i) {
+    sys.spawn(100, 100 + i, "NCCL Progress " + std::to_string(i));
+  }
+  src.events({ev(ProcEvent::Kind::exit, 100, 101), ev(ProcEvent::Kind::comm, 100, 120)}, [&] {
+    sys.kill(101);
+    sys.spawn(100, 120, "NCCL Progress 8");
+  });
+  ASSERT_TRUE(run());
+  EXPECT_EQ(sys.attr(120).policy, SchedPolicy::deadline);
+}
+
 } // namespace
