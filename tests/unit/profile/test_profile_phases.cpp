@@ -69,12 +69,12 @@ TEST(ProfilePhases, IncludeCycleAndDepth) {
 }
 
 TEST(ProfilePhases, KnobsInFileOrder) {
-  const auto e = parse_knobs(doc_of("[sysfs]\n\"kernel/mm/ksm/run\" = { value = 0 }\n"
+  const auto e = parse_knobs(doc_of("[sysfs]\n\"kernel/mm/transparent_hugepage/defrag\" = { value = \"never\" }\n"
                                     "[sysctl]\n\"vm.swappiness\" = { value = 10, reason = \"r\", optional = true }\n"),
                              "t.toml");
   ASSERT_TRUE(e.ok()) << error_of(e);
   ASSERT_EQ(e->size(), 2U);
-  EXPECT_EQ((*e)[0].knob.key, "kernel/mm/ksm/run");
+  EXPECT_EQ((*e)[0].knob.key, "kernel/mm/transparent_hugepage/defrag");
   EXPECT_EQ((*e)[0].knob.kind, KnobKind::sysfs);
   EXPECT_EQ((*e)[0].line, 2U);
   const Knob &k = (*e)[1].knob;

@@ -3,6 +3,7 @@
 // root domain, and per thread the verdicts without change, the partition, the
 // placement, sched_setattr with its fallback, and the bookkeeping.
 #include "sched/apply_phases.hpp"
+#include "sched/internal.hpp"
 
 #include "fake_sysroot.hpp"
 
@@ -130,17 +131,20 @@ TEST(SchedApplyPhases, AdmissionLedgerFreshAndCached) {
   const Ledger fresh = admission_ledger(sys, {});
   ASSERT_EQ(fresh.domains.size(), 1U);
   EXPECT_EQ(fresh.domains[0].cpus, (CpuSet{0, 1, 2, 3}));
+  SchedOptions no_cache;
+  no_cache.ledger_ttl_ms = 60000; // a TTL without a watcher's cache: always a fresh scan
   SchedOptions cached;
   cached.ledger_ttl_ms = 60000;
+  cached.watch = sched_watch_cache();
   (void)admission_ledger(sys, cached);
   charge_cached_ledger(cached, "default", 0.5);
   fs.set("/sys/devices/system/cpu/online", "0-7\n");
   const Ledger again = admission_ledger(sys, cached);
   EXPECT_EQ(again.domains[0].cpus, (CpuSet{0, 1, 2, 3})) << "the cache, not a rescan";
   EXPECT_NEAR(again.domains[0].used, 0.5, 1e-9);
+  EXPECT_EQ(admission_ledger(sys, no_cache).domains[0].cpus.count(), 8U);
   charge_cached_ledger(cached, "/mltune.new", 0.1); // unknown domain: rescan next time
   EXPECT_EQ(admission_ledger(sys, cached).domains[0].cpus.count(), 8U);
-  charge_cached_ledger(cached, "/mltune.new", 0.1); // leave no cache to other tests
 }
 
 TEST(SchedApplyPhases, AssignDomainsAddsPartitionsAndSumsRequests) {

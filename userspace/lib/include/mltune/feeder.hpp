@@ -23,6 +23,7 @@
 #include "mltune/sysroot.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -86,6 +87,41 @@ struct FeederStatus {
   std::string partition;     // cpuset.cpus.partition of the cgroup
 };
 
+// A kernel thread as /proc/PID/stat shows it.
+struct FeederTask {
+  int pid = 0;
+  std::string comm;
+  unsigned flags = 0; // PF_* (PF_KTHREAD, PF_NO_SETAFFINITY)
+};
+
+// What feeder does to the node besides file writes through the Sysroot:
+// CPU affinity of kthreads, the sched_ext BPF scheduler, the ejection
+// watcher process and the kernel log.  make_live_feeder_os() is the real
+// one; tests use a fake.
+class FeederOs {
+public:
+  virtual ~FeederOs() = default;
+  // Kernel threads (empty where the sysroot is not the live node).
+  [[nodiscard]] virtual std::vector<FeederTask> kthreads() = 0;
+  [[nodiscard]] virtual bool get_affinity(int pid, CpuSet &out) = 0;
+  [[nodiscard]] virtual bool set_affinity(int pid, const CpuSet &cpus) = 0;
+  // Loads and attaches the scheduler for s (update: rewrites the running
+  // one's CPU map in place).
+  [[nodiscard]] virtual Status scx_attach(const FeederState &s, bool update) = 0;
+  virtual void scx_detach() = 0;
+  // Why the kernel ejected the scheduler (its exit info).
+  [[nodiscard]] virtual std::string scx_exit_reason() = 0;
+  [[nodiscard]] virtual bool scx_stats(FeederScxStats &out) = 0;
+  // Forks the detached 'mltunectl feeder watch' process.
+  virtual void start_watcher() = 0;
+  // A warning line for the kernel log (and stderr).
+  virtual void kmsg(const std::string &line) = 0;
+};
+
+// The live one; kthreads() and start_watcher() do nothing unless `root` is
+// the live node.
+std::unique_ptr<FeederOs> make_live_feeder_os(const Sysroot &root);
+
 bool feeder_scx_built();
 Result<FeederStatus> feeder_status(const Sysroot &root);
 // Applies.  When already on with other CPUs, changes them at runtime with
@@ -96,10 +132,14 @@ Result<FeederStatus> feeder_status(const Sysroot &root);
 // is an input error.
 Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
                               const std::string &want = "auto");
+Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &cpus, const CpuSet &housekeeping,
+                              const std::string &want = "auto");
 Status feeder_off(const Sysroot &root);
+Status feeder_off(const Sysroot &root, FeederOs &os);
 // Ejection check: switches to the cpuset fallback when the scheduler is gone.
 // Returns true when a fallback happened now.
 Result<bool> feeder_check(const Sysroot &root);
+Result<bool> feeder_check(const Sysroot &root, FeederOs &os);
 // Polls feeder_check() every `period_ms` until feeder is off or fell back.
 Status feeder_watch(const Sysroot &root, unsigned period_ms = 50);
 // Test hook: makes the BPF scheduler report an error (ejection).

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -110,9 +111,64 @@ private:
   std::set<std::string, std::less<>> probe_groups_;
 };
 
+// ---- the message layer under the live backend -------------------------------
+
+// One scalar attribute of an ethtool message (ETHTOOL_A_*): u8 or u32.
+struct NlAttr {
+  int type = 0;
+  std::uint32_t value = 0;
+  bool is_u8 = false;
+  bool operator==(const NlAttr &) const = default;
+};
+// The scalar attributes of a reply, by attribute type (u8 values widened).
+using NlAttrs = std::map<int, std::uint32_t>;
+
+struct NlLink {
+  int ifindex = 0;
+  unsigned mtu = 0;
+  unsigned txqlen = 0;
+};
+
+struct NlFeatures {
+  std::vector<std::string> hw;     // features the device can change
+  std::vector<std::string> active; // features on
+};
+
+// The kernel requests the live backend makes: ethtool generic netlink and
+// rtnetlink links.  Errors: a kernel refusal has sys_errno set and the
+// message "kernel: <extended ack> (<strerror>)"; other failures
+// ("netlink send: ...") may have none.  Messages do not name the device.
+class NetlinkTransport {
+public:
+  virtual ~NetlinkTransport() = default;
+  // ETHTOOL_MSG_*_GET with just the header: the reply's scalar attributes.
+  [[nodiscard]] virtual Result<NlAttrs> ethtool_get(std::uint8_t cmd, const std::string &ifname) = 0;
+  // ETHTOOL_MSG_*_SET with these attributes after the header.
+  [[nodiscard]] virtual Status ethtool_set(std::uint8_t cmd, const std::string &ifname,
+                                           const std::vector<NlAttr> &attrs) = 0;
+  // Every feature name the kernel knows (the ETH_SS_FEATURES string set).
+  [[nodiscard]] virtual Result<std::vector<std::string>> feature_names(const std::string &ifname) = 0;
+  [[nodiscard]] virtual Result<NlFeatures> features_get(const std::string &ifname) = 0;
+  // ETHTOOL_MSG_FEATURES_SET: the wanted bits (name, on).
+  [[nodiscard]] virtual Status features_set(const std::string &ifname,
+                                            const std::vector<std::pair<std::string, bool>> &wanted) = 0;
+  // rtnetlink; link_get errors carry libnl's text only.
+  [[nodiscard]] virtual Result<NlLink> link_get(const std::string &ifname) = 0;
+  // Changes MTU and/or txqueuelen.  sys_errno 0: the link could not be read
+  // (libnl's text); otherwise the kernel refused the change.
+  [[nodiscard]] virtual Status link_set(const std::string &ifname, std::optional<unsigned> mtu,
+                                        std::optional<unsigned> txqlen) = 0;
+};
+
+// libnl sockets: generic netlink (family "ethtool" resolved) and rtnetlink.
+Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport();
+
 // The live backend: ethtool genetlink + rtnetlink (libnl) and sysfs/procfs
 // through `root`.  `feeders` are never used for NIC IRQs or RPS.
 Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders = {});
+// The same over another message layer (tests).
+std::unique_ptr<NicBackend> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders,
+                                                  std::unique_ptr<NetlinkTransport> transport);
 
 // Feeder CPUs known to the node: /sys/kernel/mltune/feeder/cpus when present.
 std::vector<unsigned> nic_default_feeders(const Sysroot &root);

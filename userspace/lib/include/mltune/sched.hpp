@@ -135,6 +135,10 @@ struct SchedAction {
   std::string message; // why (admission numbers, errno text)
 };
 
+// A watcher's state between events (cached admission ledger, state-file
+// records not written yet); opaque, made by sched_watch for its apply calls.
+struct SchedWatchCache;
+
 struct SchedOptions {
   std::optional<int> pid; // only this process
   std::string feeder;     // feeder cpulist override
@@ -146,6 +150,8 @@ struct SchedOptions {
   // Watcher: queue state-file records instead of writing the file per
   // thread; the watcher writes them while idle and when it stops.
   bool defer_state = false;
+  // The watcher's state that the two above use; without it they do nothing.
+  std::shared_ptr<SchedWatchCache> watch;
   // Threads whose rule check we skip (watcher: inherited names).
   std::function<void(const SchedAction &)> log; // called for each action
 };
@@ -184,6 +190,36 @@ std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector
 // Admission ledger for the domains on the node (no request).
 std::vector<RootDomain> sched_domains(const SchedSystem &sys);
 
+// One proc connector event (linux/cn_proc.h) as the watcher uses it.
+struct ProcEvent {
+  enum class Kind { fork, exec, comm, exit };
+  Kind kind = Kind::comm;
+  int pid = 0;               // tgid (fork: the child's)
+  int tid = 0;               // thread (fork: the child; exec: = pid)
+  uint64_t timestamp_ns = 0; // CLOCK_MONOTONIC at the event
+};
+
+// What one wait on the event source brought.
+struct ProcEventBatch {
+  bool idle = false; // the wait timed out with nothing
+  bool lost = false; // the kernel dropped events (ENOBUFS): rescan
+  std::vector<ProcEvent> events;
+};
+
+// Where the watcher's events come from: the proc connector socket
+// (open_proc_connector) or, in tests, a scripted list.
+class ProcEventSource {
+public:
+  virtual ~ProcEventSource() = default;
+  // Waits up to `timeout_ms` for events; errors are fatal to the watcher.
+  virtual Result<ProcEventBatch> wait(int timeout_ms) = 0;
+  // Ends the subscription (the watcher calls it when it stops).
+  virtual void unsubscribe() = 0;
+};
+
+// A NETLINK_CONNECTOR socket bound to CN_IDX_PROC and subscribed.
+Result<std::unique_ptr<ProcEventSource>> open_proc_connector();
+
 // Watcher: subscribes to the proc connector and applies rules to threads when
 // they are named (comm events), created (fork) or exec.  Runs an initial
 // one-shot apply.  Returns when `stop` returns true (checked at least every
@@ -194,5 +230,8 @@ struct WatchOptions {
   std::function<void(const std::string &)> log; // free-form log lines
 };
 Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt);
+// The same on the events of `src`.
+Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt,
+                   ProcEventSource &src);
 
 } // namespace mltune

@@ -1,4 +1,6 @@
 // GPU-feeder cores at runtime: see mltune/feeder.hpp and Documentation/feeder.rst.
+// Affinity, the BPF scheduler and the watcher process go through a FeederOs
+// (LiveFeederOs here), file writes through the Sysroot.
 #include "mltune/feeder.hpp"
 
 #ifdef MLTUNE_HAVE_SCX
@@ -181,7 +183,7 @@ private:
   int fd_ = -1;
 };
 
-void kmsg(const std::string &line) {
+void live_kmsg(const std::string &line) {
   int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
   if (fd >= 0) {
     std::string l = "<4>mltune: " + line + "\n";
@@ -224,9 +226,9 @@ std::string partition_type(const Sysroot &root, const CpuSet &cpus) {
   return read_boot_isolation(root).isolated.intersects(cpus) ? "isolated" : "root";
 }
 
-void reassert_kthreads(const FeederState &s);
+void reassert_kthreads(FeederOs &os, const FeederState &s);
 
-Status make_partition(const Sysroot &root, FeederState &s) {
+Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
   auto en = enable_cpuset_controller(root);
   if (!en) {
     return en.error();
@@ -255,7 +257,7 @@ Status make_partition(const Sysroot &root, FeederState &s) {
     }
     return failure(cg(s.cgroup, "cpuset.cpus.partition") + ": " + got);
   }
-  reassert_kthreads(s); // the kernel just reset the root cpuset's kthreads
+  reassert_kthreads(os, s); // the kernel just reset the root cpuset's kthreads
   return {};
 }
 
@@ -266,11 +268,7 @@ void remove_partition(const Sysroot &root, FeederState &s) {
 
 // ---- kthreads, workqueues, IRQs --------------------------------------------
 
-struct Task {
-  int pid = 0;
-  std::string comm;
-  unsigned flags = 0;
-};
+using Task = FeederTask;
 
 std::vector<Task> kthreads(const Sysroot &root) {
   std::vector<Task> out;
@@ -342,10 +340,10 @@ CpuSet kthread_target(const CpuSet &aff, const FeederState &s) {
   return to.empty() ? s.housekeeping : to;
 }
 
-void set_if_differs(int pid, const CpuSet &want) {
+void set_if_differs(FeederOs &os, int pid, const CpuSet &want) {
   CpuSet cur;
-  if (!want.empty() && get_affinity(pid, cur) && cur != want) {
-    (void)set_affinity(pid, want);
+  if (!want.empty() && os.get_affinity(pid, cur) && cur != want) {
+    (void)os.set_affinity(pid, want);
   }
 }
 
@@ -354,18 +352,15 @@ void set_if_differs(int pid, const CpuSet &want) {
 // cpuset partition change resets the affinity of every task of the root
 // cpuset that has no user-set mask (per-CPU kthreads aside), so kthreads the
 // kernel placed itself (kswapdN on its node, IRQ threads) would lose theirs.
-void move_kthreads(const Sysroot &root, FeederState &s) {
-  if (!root.is_live()) {
-    return;
-  }
-  for (const auto &t : kthreads(root)) {
+void move_kthreads(FeederOs &os, FeederState &s) {
+  for (const auto &t : os.kthreads()) {
     CpuSet aff;
-    if ((t.flags & k_pf_no_setaffinity) || !get_affinity(t.pid, aff)) {
+    if ((t.flags & k_pf_no_setaffinity) || !os.get_affinity(t.pid, aff)) {
       continue;
     }
     if (aff.count() <= 1 || !aff.intersects(s.cpus)) {
       s.kthreads_kept.emplace_back(t.pid, aff.str());
-    } else if (set_affinity(t.pid, kthread_target(aff, s))) {
+    } else if (os.set_affinity(t.pid, kthread_target(aff, s))) {
       s.kthreads.emplace_back(t.pid, aff.str());
     }
   }
@@ -373,21 +368,21 @@ void move_kthreads(const Sysroot &root, FeederState &s) {
 
 // After a cpuset partition was made: every recorded kthread back where
 // feeder wants it.
-void reassert_kthreads(const FeederState &s) {
+void reassert_kthreads(FeederOs &os, const FeederState &s) {
   for (const auto *list : {&s.kthreads, &s.kthreads_kept}) {
     for (const auto &[pid, aff] : *list) {
       if (auto c = parse_cpuset(aff)) {
-        set_if_differs(pid, kthread_target(*c, s));
+        set_if_differs(os, pid, kthread_target(*c, s));
       }
     }
   }
 }
 
-void restore_kthreads(FeederState &s) {
+void restore_kthreads(FeederOs &os, FeederState &s) {
   for (const auto *list : {&s.kthreads, &s.kthreads_kept}) {
     for (const auto &[pid, aff] : *list) {
       if (auto c = parse_cpuset(aff)) {
-        set_if_differs(pid, *c);
+        set_if_differs(os, pid, *c);
       }
     }
   }
@@ -468,22 +463,22 @@ void restore_irqs(const Sysroot &root, FeederState &s) {
 
 // Housekeeping for s.cpus, in this order: IRQs, the unbound workqueue
 // cpumask, movable kthreads.  What changed is recorded in s.
-Status apply_housekeeping(const Sysroot &root, FeederState &s) {
+Status apply_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
   if (auto st = steer_irqs(root, s); !st) {
     return st;
   }
   if (auto st = move_workqueues(root, s); !st) {
     return st;
   }
-  move_kthreads(root, s);
+  move_kthreads(os, s);
   return {};
 }
 
 // Undoes apply_housekeeping() exactly, in reverse order.  With the cpuset
 // mechanism the partition must be gone first: a kthread restored to CPUs a
 // partition still holds would get only the rest.
-void release_housekeeping(const Sysroot &root, FeederState &s) {
-  restore_kthreads(s);
+void release_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
+  restore_kthreads(os, s);
   if (!s.wq_cpumask_before.empty()) {
     (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
     s.wq_cpumask_before.clear();
@@ -516,7 +511,7 @@ Result<mltune_feeder_cfg> scx_cfg(const Sysroot &root, const FeederState &s) {
 }
 #endif
 
-Status scx_attach(const Sysroot &root, const FeederState &s, bool update) {
+Status live_scx_attach(const Sysroot &root, const FeederState &s, bool update) {
 #ifdef MLTUNE_HAVE_SCX
   auto c = scx_cfg(root, s);
   if (!c) {
@@ -541,7 +536,7 @@ Status scx_attach(const Sysroot &root, const FeederState &s, bool update) {
 #endif
 }
 
-void scx_detach() {
+void live_scx_detach() {
 #ifdef MLTUNE_HAVE_SCX
   char err[256];
   (void)mltune_scx_detach(k_pin_dir, err, sizeof(err));
@@ -575,7 +570,7 @@ void scx_detach() {
   return v;
 }
 
-std::string scx_exit_reason() {
+std::string live_scx_exit_reason() {
 #ifdef MLTUNE_HAVE_SCX
   mltune_feeder_uei u{};
   char err[256] = "";
@@ -613,7 +608,7 @@ bool scx_is_ours(const Sysroot &root) {
   return st && *st == "enabled" && ops && *ops == k_scx_name;
 }
 
-void start_watcher() {
+void live_start_watcher() {
   pid_t pid = ::fork();
   if (pid != 0) {
     return;
@@ -641,6 +636,43 @@ void start_watcher() {
   ::_exit(127);
 }
 
+bool live_scx_stats(FeederScxStats &out) {
+#ifdef MLTUNE_HAVE_SCX
+  mltune_feeder_stats s{};
+  char err[256];
+  if (mltune_scx_read_stats(k_pin_dir, &s, err, sizeof(err)) == 0) {
+    out = {s.foreign, s.stray, s.forced, s.preempted, s.feeder_enq, s.normal_enq, s.kthread_enq};
+    return true;
+  }
+#else
+  (void)out;
+#endif
+  return false;
+}
+
+class LiveFeederOs final : public FeederOs {
+public:
+  explicit LiveFeederOs(Sysroot root) : root_(std::move(root)) {}
+  std::vector<FeederTask> kthreads() override {
+    return root_.is_live() ? mltune::kthreads(root_) : std::vector<FeederTask>{};
+  }
+  bool get_affinity(int pid, CpuSet &out) override { return mltune::get_affinity(pid, out); }
+  bool set_affinity(int pid, const CpuSet &cpus) override { return mltune::set_affinity(pid, cpus); }
+  Status scx_attach(const FeederState &s, bool update) override { return live_scx_attach(root_, s, update); }
+  void scx_detach() override { live_scx_detach(); }
+  std::string scx_exit_reason() override { return live_scx_exit_reason(); }
+  bool scx_stats(FeederScxStats &out) override { return live_scx_stats(out); }
+  void start_watcher() override {
+    if (root_.is_live()) {
+      live_start_watcher();
+    }
+  }
+  void kmsg(const std::string &line) override { live_kmsg(line); }
+
+private:
+  Sysroot root_;
+};
+
 // Runtime change of the feeder CPUs ('feeder on --cpus NEW' while on).
 // sched_ext: the scheduler's map is rewritten first, in place (no reload;
 // busy CPUs notice at their next tick).  cpuset: the partition is dissolved
@@ -651,22 +683,23 @@ void start_watcher() {
 // the workqueue mask follow the new set and 'feeder off' still restores
 // exactly what was there before.  On failure the old CPUs are taken back and
 // the error says so.
-Result<FeederState> change_cpus(const Sysroot &root, const FeederState &s, const CpuSet &cpus, const CpuSet &hk) {
+Result<FeederState> change_cpus(const Sysroot &root, FeederOs &os, const FeederState &s, const CpuSet &cpus,
+                                const CpuSet &hk) {
   const bool scx = s.mechanism == "sched_ext";
   FeederState n = s;
   n.cpus = cpus;
   n.housekeeping = hk;
   if (scx) {
-    if (auto st = scx_attach(root, n, true); !st) {
+    if (auto st = os.scx_attach(n, true); !st) {
       return st.error(); // nothing changed
     }
   } else {
     remove_partition(root, n);
   }
-  release_housekeeping(root, n);
-  Status st = apply_housekeeping(root, n);
+  release_housekeeping(root, os, n);
+  Status st = apply_housekeeping(root, os, n);
   if (st && !scx) {
-    st = make_partition(root, n);
+    st = make_partition(root, os, n);
   }
   if (st) {
     if (auto sv = save_state(root, n); !sv) {
@@ -678,13 +711,13 @@ Result<FeederState> change_cpus(const Sysroot &root, const FeederState &s, const
   if (!scx) {
     remove_partition(root, n);
   }
-  release_housekeeping(root, n);
+  release_housekeeping(root, os, n);
   FeederState o = n;
   o.cpus = s.cpus;
   o.housekeeping = s.housekeeping;
-  Status back = apply_housekeeping(root, o);
+  Status back = apply_housekeeping(root, os, o);
   if (back) {
-    back = scx ? scx_attach(root, o, true) : make_partition(root, o);
+    back = scx ? os.scx_attach(o, true) : make_partition(root, os, o);
   }
   (void)save_state(root, o);
   std::string msg =
@@ -772,22 +805,22 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
 namespace {
 
 // feeder_check() with the lock held.
-Result<bool> check_locked(const Sysroot &root) {
+Result<bool> check_locked(const Sysroot &root, FeederOs &os) {
   FeederState s = load_state(root);
   if (!s.active || s.mechanism != "sched_ext" || scx_is_ours(root)) {
     return false;
   }
-  s.fallback = scx_exit_reason();
-  scx_detach();
+  s.fallback = os.scx_exit_reason();
+  os.scx_detach();
   s.mechanism = "cpuset";
-  if (auto st = make_partition(root, s); !st) {
+  if (auto st = make_partition(root, os, s); !st) {
     s.fallback += "; cpuset fallback FAILED: " + st.error().message;
-    kmsg("feeder: sched_ext scheduler ejected (" + s.fallback + ")");
+    os.kmsg("feeder: sched_ext scheduler ejected (" + s.fallback + ")");
     (void)save_state(root, s);
     return st.error();
   }
-  kmsg("feeder: sched_ext scheduler ejected (" + s.fallback + "); cpuset partition fallback active on CPUs " +
-       s.cpus.str());
+  os.kmsg("feeder: sched_ext scheduler ejected (" + s.fallback + "); cpuset partition fallback active on CPUs " +
+          s.cpus.str());
   if (auto st = save_state(root, s); !st) {
     return st.error();
   }
@@ -796,9 +829,18 @@ Result<bool> check_locked(const Sysroot &root) {
 
 } // namespace
 
+std::unique_ptr<FeederOs> make_live_feeder_os(const Sysroot &root) {
+  return std::make_unique<LiveFeederOs>(root);
+}
+
 Result<bool> feeder_check(const Sysroot &root) {
+  LiveFeederOs os(root);
+  return feeder_check(root, os);
+}
+
+Result<bool> feeder_check(const Sysroot &root, FeederOs &os) {
   const FeederLock lock(root);
-  return check_locked(root);
+  return check_locked(root, os);
 }
 
 Status feeder_watch(const Sysroot &root, unsigned period_ms) {
@@ -816,8 +858,9 @@ Status feeder_watch(const Sysroot &root, unsigned period_ms) {
 }
 
 Result<FeederStatus> feeder_status(const Sysroot &root) {
+  LiveFeederOs os(root);
   if (root.is_live()) {
-    (void)feeder_check(root);
+    (void)feeder_check(root, os);
   }
   FeederStatus st;
   st.state = load_state(root);
@@ -834,23 +877,20 @@ Result<FeederStatus> feeder_status(const Sysroot &root) {
     st.scx_ops = *v;
   }
   st.scx_attached = scx_is_ours(root);
-#ifdef MLTUNE_HAVE_SCX
   if (st.scx_attached) {
-    mltune_feeder_stats s{};
-    char err[256];
-    if (mltune_scx_read_stats(k_pin_dir, &s, err, sizeof(err)) == 0) {
-      st.stats = {s.foreign, s.stray, s.forced, s.preempted, s.feeder_enq, s.normal_enq, s.kthread_enq};
-    }
+    (void)os.scx_stats(st.stats);
   }
-#endif
   if (auto v = root.read_value(cg(st.state.cgroup, "cpuset.cpus.partition"))) {
     st.partition = *v;
   }
   return st;
 }
 
-Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
-                              const std::string &want) {
+namespace {
+
+// The housekeeping CPUs for feeder CPUs `cpus`: the given ones that are
+// online, else every other online CPU.
+Result<CpuSet> housekeeping_for(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping) {
   CpuSet online;
   if (auto v = root.read("/sys/devices/system/cpu/online")) {
     if (auto c = parse_cpuset(*v)) {
@@ -870,10 +910,66 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
   if (hk.empty()) {
     return input_error("feeder CPUs " + cpus.str() + " would leave no housekeeping CPU");
   }
+  return hk;
+}
+
+// Feeder off -> on: cgroup, housekeeping, then the scheduler or the
+// partition, then the state file; a failing step undoes the ones before.
+Result<FeederState> switch_on(const Sysroot &root, FeederOs &os, const CpuSet &cpus, const CpuSet &hk,
+                              const std::string &mechanism) {
+  FeederState s;
+  s.cpus = cpus;
+  s.housekeeping = hk;
+  s.mechanism = mechanism;
+  s.active = true;
+  if (auto st = ensure_cgroup(root, s.cgroup); !st) {
+    return st.error();
+  }
+  auto undo = [&](const Error &e) -> Error {
+    remove_partition(root, s);
+    release_housekeeping(root, os, s);
+    return e;
+  };
+  if (auto st = apply_housekeeping(root, os, s); !st) {
+    return undo(st.error());
+  }
+  if (s.mechanism == "sched_ext") {
+    if (auto st = os.scx_attach(s, false); !st) {
+      return undo(st.error());
+    }
+  } else if (auto st = make_partition(root, os, s); !st) {
+    return undo(st.error());
+  }
+  if (auto st = save_state(root, s); !st) {
+    if (s.mechanism == "sched_ext") {
+      os.scx_detach();
+    }
+    return undo(st.error());
+  }
+  if (s.mechanism == "sched_ext") {
+    os.start_watcher();
+  }
+  return s;
+}
+
+} // namespace
+
+Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
+                              const std::string &want) {
+  LiveFeederOs os(root);
+  return feeder_on(root, os, cpus, housekeeping, want);
+}
+
+Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &cpus, const CpuSet &housekeeping,
+                              const std::string &want) {
+  auto hk = housekeeping_for(root, cpus, housekeeping);
+  if (!hk) {
+    return hk.error();
+  }
   const FeederLock lock(root);
   FeederState s = load_state(root);
   if (s.active && s.mechanism == "sched_ext" && root.is_live()) {
-    (void)check_locked(root); // an ejected scheduler: the cpuset fallback first
+    (void)check_locked(root, os); // an ejected scheduler: the cpuset fallback first
     s = load_state(root);
   }
   if (s.active) {
@@ -883,56 +979,29 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
     if (s.cpus == cpus) {
       return s;
     }
-    return change_cpus(root, s, cpus, hk);
+    return change_cpus(root, os, s, cpus, *hk);
   }
   auto ch = choose_mechanism(root, read_boot_isolation(root), want);
   if (!ch) {
     return ch.error();
   }
-  s = FeederState{};
-  s.cpus = cpus;
-  s.housekeeping = hk;
-  s.mechanism = ch->mechanism;
-  s.active = true;
-  if (auto st = ensure_cgroup(root, s.cgroup); !st) {
-    return st.error();
-  }
-  auto undo = [&](const Error &e) -> Error {
-    remove_partition(root, s);
-    release_housekeeping(root, s);
-    return e;
-  };
-  if (auto st = apply_housekeeping(root, s); !st) {
-    return undo(st.error());
-  }
-  if (s.mechanism == "sched_ext") {
-    if (auto st = scx_attach(root, s, false); !st) {
-      return undo(st.error());
-    }
-  } else if (auto st = make_partition(root, s); !st) {
-    return undo(st.error());
-  }
-  if (auto st = save_state(root, s); !st) {
-    if (s.mechanism == "sched_ext") {
-      scx_detach();
-    }
-    return undo(st.error());
-  }
-  if (s.mechanism == "sched_ext" && root.is_live()) {
-    start_watcher();
-  }
-  return s;
+  return switch_on(root, os, cpus, *hk, ch->mechanism);
 }
 
 Status feeder_off(const Sysroot &root) {
+  LiveFeederOs os(root);
+  return feeder_off(root, os);
+}
+
+Status feeder_off(const Sysroot &root, FeederOs &os) {
   const FeederLock lock(root);
   FeederState s = load_state(root);
   if (!s.active) {
     return {};
   }
-  scx_detach();
+  os.scx_detach();
   remove_partition(root, s);
-  release_housekeeping(root, s);
+  release_housekeeping(root, os, s);
   // Feeder tasks still running stay in the cgroup; rmdir fails then (EBUSY).
   (void)::rmdir(root.path(cg(s.cgroup)).c_str());
   if (s.cpuset_enabled_by_us) {

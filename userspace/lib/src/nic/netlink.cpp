@@ -1,5 +1,7 @@
-// The live NIC backend: ethtool generic netlink and rtnetlink through libnl,
-// queue IRQs and RPS through the sysroot.
+// The live NIC backend: ethtool generic netlink and rtnetlink through libnl
+// (LiveTransport, the NetlinkTransport message layer), queue IRQs and RPS
+// through the sysroot.  LiveBackend plans the messages, maps the kernel's
+// errors and reads features back; tests run it over a fake transport.
 #include "mltune/nic.hpp"
 #include "mltune/node_info.hpp"
 
@@ -205,23 +207,21 @@ constexpr U32Attr k_pause[] = {
     {"pause.tx", ETHTOOL_A_PAUSE_TX, 0},
 };
 
-// Names of the bits set in a non-compact bitset (list mode).
-// Puts one setting's value as the attribute's type: u8 "on"/"off" or a u32
+// One setting's value as the attribute's type: u8 "on"/"off" or a u32
 // count (anything else, or more than 32 bits, is an input error).
-Status put_value(nl_msg *m, int attr, bool is_u8, const std::string &ifname, const std::string &key,
-                 const std::string &v) {
+Result<NlAttr> attr_value(int attr, bool is_u8, const std::string &ifname, const std::string &key,
+                          const std::string &v) {
   if (is_u8) {
-    nla_put_u8(m, attr, v == "on" ? 1 : 0);
-    return {};
+    return NlAttr{attr, v == "on" ? 1U : 0U, true};
   }
   std::uint64_t n = 0;
   if (!parse_num(v, n) || n > 0xffffffffULL) {
     return input_error(ifname + ": " + key + ": invalid value '" + v + "'");
   }
-  nla_put_u32(m, attr, static_cast<std::uint32_t>(n));
-  return {};
+  return NlAttr{attr, static_cast<std::uint32_t>(n), false};
 }
 
+// Names of the bits set in a non-compact bitset (list mode).
 std::vector<std::string> bitset_names(nlattr *bitset) {
   std::vector<std::string> out;
   nlattr *tb[ETHTOOL_A_BITSET_MAX + 1] = {};
@@ -241,10 +241,10 @@ std::vector<std::string> bitset_names(nlattr *bitset) {
   return out;
 }
 
-class LiveBackend final : public NicBackend {
+// libnl under NetlinkTransport: one request at a time on the generic netlink
+// socket (ethtool family) and the rtnetlink socket.
+class LiveTransport final : public NetlinkTransport {
 public:
-  LiveBackend(Sysroot root, std::vector<unsigned> feeders) : root_(std::move(root)), feeders_(std::move(feeders)) {}
-
   Status open() {
     genl_.reset(nl_socket_alloc());
     rtnl_.reset(nl_socket_alloc());
@@ -268,6 +268,233 @@ public:
     return {};
   }
 
+  Result<NlAttrs> ethtool_get(std::uint8_t cmd, const std::string &ifname) override {
+    NlAttrs out;
+    Exchange x;
+    x.maxattr = k_max_scalar_attr;
+    x.on_reply = [&](nlattr **tb) {
+      // Attribute 1 is the nested header; the rest that are scalars count.
+      for (int t = 2; t <= k_max_scalar_attr; ++t) {
+        if (tb[t] && nla_len(tb[t]) == 1) {
+          out[t] = nla_get_u8(tb[t]);
+        } else if (tb[t] && nla_len(tb[t]) == 4) {
+          out[t] = nla_get_u32(tb[t]);
+        }
+      }
+    };
+    if (auto st = request(cmd, ifname, false, nullptr, x); !st) {
+      return st.error();
+    }
+    return out;
+  }
+
+  Status ethtool_set(std::uint8_t cmd, const std::string &ifname, const std::vector<NlAttr> &attrs) override {
+    Exchange x;
+    return request(
+        cmd, ifname, true,
+        [&](nl_msg *m) {
+          for (const auto &a : attrs) {
+            if (a.is_u8) {
+              nla_put_u8(m, a.type, static_cast<std::uint8_t>(a.value));
+            } else {
+              nla_put_u32(m, a.type, a.value);
+            }
+          }
+        },
+        x);
+  }
+
+  Result<std::vector<std::string>> feature_names(const std::string &ifname) override {
+    std::vector<std::string> names;
+    Exchange x;
+    x.maxattr = ETHTOOL_A_STRSET_MAX;
+    x.on_reply = [&](nlattr **tb) {
+      if (!tb[ETHTOOL_A_STRSET_STRINGSETS]) {
+        return;
+      }
+      nlattr *set = nullptr;
+      int rem = 0;
+      nla_for_each_nested(set, tb[ETHTOOL_A_STRSET_STRINGSETS], rem) {
+        nlattr *st[ETHTOOL_A_STRINGSET_MAX + 1] = {};
+        if (nla_parse_nested(st, ETHTOOL_A_STRINGSET_MAX, set, nullptr) != 0 || !st[ETHTOOL_A_STRINGSET_STRINGS]) {
+          continue;
+        }
+        nlattr *str = nullptr;
+        int rem2 = 0;
+        nla_for_each_nested(str, st[ETHTOOL_A_STRINGSET_STRINGS], rem2) {
+          nlattr *s[ETHTOOL_A_STRING_MAX + 1] = {};
+          if (nla_parse_nested(s, ETHTOOL_A_STRING_MAX, str, nullptr) == 0 && s[ETHTOOL_A_STRING_VALUE]) {
+            names.emplace_back(nla_get_string(s[ETHTOOL_A_STRING_VALUE]));
+          }
+        }
+      }
+    };
+    // A GET whose request carries attributes besides the header.
+    auto fill = [](nl_msg *m) {
+      nlattr *sets = nla_nest_start(m, ETHTOOL_A_STRSET_STRINGSETS);
+      nlattr *set = nla_nest_start(m, ETHTOOL_A_STRINGSETS_STRINGSET);
+      nla_put_u32(m, ETHTOOL_A_STRINGSET_ID, ETH_SS_FEATURES);
+      nla_nest_end(m, set);
+      nla_nest_end(m, sets);
+    };
+    if (auto st = request(ETHTOOL_MSG_STRSET_GET, ifname, false, fill, x); !st) {
+      return st.error();
+    }
+    return names;
+  }
+
+  Result<NlFeatures> features_get(const std::string &ifname) override {
+    NlFeatures f;
+    Exchange x;
+    x.maxattr = ETHTOOL_A_FEATURES_MAX;
+    x.on_reply = [&](nlattr **tb) {
+      if (tb[ETHTOOL_A_FEATURES_HW]) {
+        f.hw = bitset_names(tb[ETHTOOL_A_FEATURES_HW]);
+      }
+      if (tb[ETHTOOL_A_FEATURES_ACTIVE]) {
+        f.active = bitset_names(tb[ETHTOOL_A_FEATURES_ACTIVE]);
+      }
+    };
+    if (auto st = request(ETHTOOL_MSG_FEATURES_GET, ifname, false, nullptr, x); !st) {
+      return st.error();
+    }
+    return f;
+  }
+
+  Status features_set(const std::string &ifname, const std::vector<std::pair<std::string, bool>> &wanted) override {
+    Exchange x;
+    return request(
+        ETHTOOL_MSG_FEATURES_SET, ifname, true,
+        [&](nl_msg *m) {
+          nlattr *want = nla_nest_start(m, ETHTOOL_A_FEATURES_WANTED);
+          nlattr *bits = nla_nest_start(m, ETHTOOL_A_BITSET_BITS);
+          for (const auto &[name, on] : wanted) {
+            nlattr *bit = nla_nest_start(m, ETHTOOL_A_BITSET_BITS_BIT);
+            nla_put_string(m, ETHTOOL_A_BITSET_BIT_NAME, name.c_str());
+            if (on) {
+              nla_put_flag(m, ETHTOOL_A_BITSET_BIT_VALUE);
+            }
+            nla_nest_end(m, bit);
+          }
+          nla_nest_end(m, bits);
+          nla_nest_end(m, want);
+        },
+        x);
+  }
+
+  Result<NlLink> link_get(const std::string &ifname) override {
+    rtnl_link *raw = nullptr;
+    if (int r = rtnl_link_get_kernel(rtnl_.get(), 0, ifname.c_str(), &raw); r < 0) {
+      return failure(nl_geterror(r));
+    }
+    const LinkPtr link(raw);
+    return NlLink{rtnl_link_get_ifindex(link.get()), rtnl_link_get_mtu(link.get()), rtnl_link_get_txqlen(link.get())};
+  }
+
+  Status link_set(const std::string &ifname, std::optional<unsigned> mtu, std::optional<unsigned> txqlen) override {
+    rtnl_link *raw = nullptr;
+    if (int r = rtnl_link_get_kernel(rtnl_.get(), 0, ifname.c_str(), &raw); r < 0) {
+      return failure(nl_geterror(r));
+    }
+    const LinkPtr orig(raw);
+    const LinkPtr change(rtnl_link_alloc());
+    if (mtu) {
+      rtnl_link_set_mtu(change.get(), *mtu);
+    }
+    if (txqlen) {
+      rtnl_link_set_txqlen(change.get(), *txqlen);
+    }
+    Exchange x;
+    // The socket's callbacks point at x only for this request.
+    const CbPtr saved(nl_socket_get_cb(rtnl_.get()));
+    const CbPtr cb(nl_cb_clone(saved.get()));
+    nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &x);
+    nl_socket_set_cb(rtnl_.get(), cb.get());
+    const int r = rtnl_link_change(rtnl_.get(), orig.get(), change.get(), 0);
+    nl_socket_set_cb(rtnl_.get(), saved.get());
+    if (r < 0) {
+      if (x.error == 0) {
+        x.error = EINVAL;
+      }
+      return failure("kernel: " + kernel_says(x) + " [" + nl_geterror(r) + "]", x.error);
+    }
+    return {};
+  }
+
+private:
+  // Scalar attributes of the ethtool replies read here are all below this.
+  static constexpr int k_max_scalar_attr = 64;
+
+  // One ethtool request: the header (with OMIT_REPLY for a SET), then what
+  // `fill` adds; GET replies go to x.on_reply.  Fails with the kernel's
+  // error (x.error, x.ext_msg) as "kernel: ...".
+  Status request(std::uint8_t cmd, const std::string &ifname, bool is_set, const std::function<void(nl_msg *)> &fill,
+                 Exchange &x) {
+    MsgPtr msg(nlmsg_alloc());
+    if (!msg) {
+      return failure("netlink: out of memory", ENOMEM);
+    }
+    if (genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_REQUEST | NLM_F_ACK, cmd,
+                    ETHTOOL_GENL_VERSION) == nullptr) {
+      return failure("netlink: genlmsg_put failed");
+    }
+    // Every *_HEADER attribute is attribute 1 of its message.
+    nlattr *hdr = nla_nest_start(msg.get(), 1);
+    nla_put_string(msg.get(), ETHTOOL_A_HEADER_DEV_NAME, ifname.c_str());
+    if (is_set) {
+      nla_put_u32(msg.get(), ETHTOOL_A_HEADER_FLAGS, ETHTOOL_FLAG_OMIT_REPLY);
+    }
+    nla_nest_end(msg.get(), hdr);
+    if (fill) {
+      fill(msg.get());
+    }
+    const CbPtr cb(nl_cb_alloc(NL_CB_DEFAULT));
+    if (!cb) {
+      return failure("netlink: out of memory", ENOMEM);
+    }
+    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &x);
+    nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, on_ack, &x);
+    nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &x);
+    if (int r = nl_send_auto(genl_.get(), msg.get()); r < 0) {
+      return failure(std::string("netlink send: ") + nl_geterror(r));
+    }
+    while (!x.done) {
+      const int r = nl_recvmsgs(genl_.get(), cb.get());
+      if (r < 0 && !x.done) {
+        x.error = EIO;
+        return failure(std::string("netlink receive: ") + nl_geterror(r), EIO);
+      }
+    }
+    if (x.error != 0) {
+      return failure("kernel: " + kernel_says(x), x.error);
+    }
+    return {};
+  }
+
+  SockPtr genl_;
+  SockPtr rtnl_;
+  int family_ = -1;
+};
+
+// The ethtool groups read with a plain GET: their command and attributes.
+struct EthtoolGroup {
+  const char *group;
+  std::uint8_t get;
+  std::uint8_t set;
+  std::span<const U32Attr> attrs;
+  bool is_u8; // pause: u8 on/off
+};
+const EthtoolGroup k_groups[] = {
+    {"rings", ETHTOOL_MSG_RINGS_GET, ETHTOOL_MSG_RINGS_SET, k_rings, false},
+    {"channels", ETHTOOL_MSG_CHANNELS_GET, ETHTOOL_MSG_CHANNELS_SET, k_channels, false},
+    {"pause", ETHTOOL_MSG_PAUSE_GET, ETHTOOL_MSG_PAUSE_SET, k_pause, true},
+};
+
+class LiveBackend final : public NicBackend {
+public:
+  LiveBackend(Sysroot root, std::vector<unsigned> feeders, std::unique_ptr<NetlinkTransport> nl)
+      : root_(std::move(root)), feeders_(std::move(feeders)), nl_(std::move(nl)) {}
+
   Result<std::vector<std::string>> interfaces() override {
     std::vector<std::string> out;
     for (const auto &n : root_.list_dir("/sys/class/net")) {
@@ -281,121 +508,13 @@ public:
   Result<NicDevice> probe(const std::string &ifname) override {
     NicDevice d;
     d.name = ifname;
-    const std::string base = "/sys/class/net/" + ifname;
-    std::error_code ec;
-    const fs::path drv = fs::read_symlink(root_.path(base + "/device/driver"), ec);
-    if (!ec) {
-      d.driver = drv.filename().string();
+    probe_pci(d);
+    probe_sysfs_values(d);
+    if (auto st = probe_link(d); !st) {
+      return st.error();
     }
-    // The NUMA node and MSI IRQs live on the PCI device, which for virtio is
-    // the parent of the virtio device. The node is needed for IRQ and RPS
-    // placement and for channel counts matched to the NIC-local CPUs; the
-    // IRQs and queues only for IRQ and RPS settings.
-    const bool want_irqs = probe_wants("irq");
-    const bool want_queues = probe_wants("rps");
-    if (want_irqs || want_queues || probe_wants("channels")) {
-      fs::path dev = fs::canonical(root_.path(base + "/device"), ec);
-      for (int depth = 0; !ec && depth < 4 && dev.has_parent_path(); ++depth, dev = dev.parent_path()) {
-        if (fs::exists(dev / "numa_node", ec) && fs::exists(dev / "msi_irqs", ec)) {
-          break;
-        }
-      }
-      if (!ec) {
-        std::error_code ec2;
-        if (fs::exists(dev / "numa_node", ec2)) {
-          std::uint64_t n = 0;
-          auto txt = read_host(dev / "numa_node");
-          d.numa_node = parse_num(txt, n) ? static_cast<int>(n) : -1;
-        }
-        std::vector<int> irqs;
-        for (const auto &e : want_irqs ? fs::directory_iterator(dev / "msi_irqs", ec2) : fs::directory_iterator()) {
-          std::uint64_t n = 0;
-          if (parse_num(e.path().filename().string(), n)) {
-            irqs.push_back(static_cast<int>(n));
-          }
-        }
-        std::sort(irqs.begin(), irqs.end());
-        d.irqs = irqs;
-      }
-    }
-    for (int irq : d.irqs) {
-      if (auto v = root_.read_value("/proc/irq/" + std::to_string(irq) + "/smp_affinity_list")) {
-        d.current["irq." + std::to_string(irq)] = *v;
-      }
-    }
-    for (const auto &q : want_queues ? root_.list_dir(base + "/queues") : std::vector<std::string>{}) {
-      if (!q.starts_with("rx-")) {
-        continue;
-      }
-      d.rx_queues.push_back(q);
-      if (auto v = root_.read_value(base + "/queues/" + q + "/rps_cpus")) {
-        d.current["rps." + q + ".cpus"] = mask_normalize(*v);
-      }
-      if (auto v = root_.read_value(base + "/queues/" + q + "/rps_flow_cnt")) {
-        d.current["rps." + q + ".flow-cnt"] = *v;
-      }
-    }
-
-    // Link (rtnetlink).
-    rtnl_link *raw = nullptr;
-    if (int r = rtnl_link_get_kernel(rtnl_.get(), 0, ifname.c_str(), &raw); r < 0) {
-      return input_error("unknown interface '" + ifname + "': " + nl_geterror(r));
-    }
-    LinkPtr link(raw);
-    d.ifindex = rtnl_link_get_ifindex(link.get());
-    d.current["link.mtu"] = std::to_string(rtnl_link_get_mtu(link.get()));
-    d.current["link.txqueuelen"] = std::to_string(rtnl_link_get_txqlen(link.get()));
-
-    // ethtool groups.
-    for (const auto &[cmd, group, maxattr, table] :
-         {std::tuple{ETHTOOL_MSG_RINGS_GET, "rings", int(ETHTOOL_A_RINGS_MAX), std::span<const U32Attr>(k_rings)},
-          std::tuple{ETHTOOL_MSG_CHANNELS_GET, "channels", int(ETHTOOL_A_CHANNELS_MAX),
-                     std::span<const U32Attr>(k_channels)},
-          std::tuple{ETHTOOL_MSG_PAUSE_GET, "pause", int(ETHTOOL_A_PAUSE_MAX), std::span<const U32Attr>(k_pause)}}) {
-      if (!probe_wants(group)) {
-        continue;
-      }
-      const bool is_pause = std::string_view(group) == "pause";
-      auto tbl = table;
-      Exchange x;
-      x.maxattr = maxattr;
-      x.on_reply = [&](nlattr **tb) {
-        for (const auto &a : tbl) {
-          if (is_pause) {
-            if (tb[a.attr]) {
-              d.current[a.key] = onoff(nla_get_u8(tb[a.attr]) != 0);
-            }
-          } else if (tb[a.attr] && tb[a.max_attr]) {
-            d.current[a.key] = std::to_string(nla_get_u32(tb[a.attr]));
-            d.max[a.key] = nla_get_u32(tb[a.max_attr]);
-          }
-        }
-      };
-      if (auto st = request(static_cast<std::uint8_t>(cmd), ifname, 0, nullptr, x); !st) {
-        if (x.error == EOPNOTSUPP) {
-          d.unsupported_groups.insert(group);
-          continue;
-        }
-        return st.error();
-      }
-    }
-    if (probe_wants("coalesce")) {
-      Exchange x;
-      x.maxattr = ETHTOOL_A_COALESCE_MAX;
-      x.on_reply = [&](nlattr **tb) {
-        for (const auto &a : k_coal) {
-          if (tb[a.attr]) {
-            d.current[std::string("coalesce.") + a.name] =
-                a.is_u8 ? onoff(nla_get_u8(tb[a.attr]) != 0) : std::to_string(nla_get_u32(tb[a.attr]));
-          }
-        }
-      };
-      if (auto st = request(ETHTOOL_MSG_COALESCE_GET, ifname, 0, nullptr, x); !st) {
-        if (x.error != EOPNOTSUPP) {
-          return st.error();
-        }
-        d.unsupported_groups.insert("coalesce");
-      }
+    if (auto st = probe_ethtool(d); !st) {
+      return st.error();
     }
     if (probe_wants("features")) {
       if (auto st = read_features(ifname, d); !st) {
@@ -406,159 +525,25 @@ public:
   }
 
   Status set(const std::string &ifname, const std::string &group, const NicValues &values) override {
-    auto describe = [&] {
-      std::string s;
-      for (const auto &[k, v] : values) {
-        s += (s.empty() ? "" : ", ") + k + "=" + v;
-      }
-      return s;
-    };
     if (group == "sysctl") {
-      for (const auto &[k, v] : values) {
-        std::string path = "/proc/sys/" + k.substr(7);
-        std::replace(path.begin() + 10, path.end(), '.', '/');
-        if (auto st = root_.write_value(path, v); !st) {
-          return st;
-        }
-      }
-      return {};
+      return set_sysctl(values);
     }
-    const std::string base = "/sys/class/net/" + ifname;
-    if (group == "irq") {
-      for (const auto &[k, v] : values) {
-        if (v.empty()) {
-          continue;
-        }
-        if (auto st = root_.write_value("/proc/irq/" + k.substr(4) + "/smp_affinity_list", v); !st) {
-          return failure(ifname + ": " + k + "=" + v + ": " + st.error().message, st.error().sys_errno);
-        }
-      }
-      return {};
-    }
-    if (group == "rps") {
-      for (const auto &[k, v] : values) {
-        const size_t dot = k.rfind('.');
-        const std::string q = k.substr(4, dot - 4);
-        const std::string file = k.substr(dot + 1) == "cpus" ? "rps_cpus" : "rps_flow_cnt";
-        if (auto st = root_.write_value(base + "/queues/" + q + "/" + file, v); !st) {
-          return failure(ifname + ": " + k + "=" + v + ": " + st.error().message, st.error().sys_errno);
-        }
-      }
-      return {};
+    if (group == "irq" || group == "rps") {
+      return set_sysfs(ifname, group, values);
     }
     if (group == "link") {
-      rtnl_link *raw = nullptr;
-      if (int r = rtnl_link_get_kernel(rtnl_.get(), 0, ifname.c_str(), &raw); r < 0) {
-        return failure(ifname + ": link: " + nl_geterror(r));
-      }
-      LinkPtr orig(raw);
-      LinkPtr change(rtnl_link_alloc());
-      for (const auto &[k, v] : values) {
-        std::uint64_t n = 0;
-        if (!parse_num(v, n)) {
-          return input_error(ifname + ": " + k + ": invalid value '" + v + "'");
-        }
-        if (k == "link.mtu") {
-          rtnl_link_set_mtu(change.get(), static_cast<unsigned>(n));
-        } else {
-          rtnl_link_set_txqlen(change.get(), static_cast<unsigned>(n));
-        }
-      }
-      Exchange x;
-      // The socket's callbacks point at x only for this request.
-      CbPtr saved(nl_socket_get_cb(rtnl_.get()));
-      CbPtr cb(nl_cb_clone(saved.get()));
-      nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &x);
-      nl_socket_set_cb(rtnl_.get(), cb.get());
-      const int r = rtnl_link_change(rtnl_.get(), orig.get(), change.get(), 0);
-      nl_socket_set_cb(rtnl_.get(), saved.get());
-      if (r < 0) {
-        if (x.error == 0) {
-          x.error = EINVAL;
-        }
-        return failure(ifname + ": link (" + describe() + "): kernel: " + kernel_says(x) + " [" + nl_geterror(r) + "]",
-                       x.error);
-      }
-      return {};
-    }
-
-    int cmd = 0;
-    std::function<Status(nl_msg *)> fill;
-    if (group == "rings" || group == "channels" || group == "pause") {
-      cmd = group == "rings"      ? ETHTOOL_MSG_RINGS_SET
-            : group == "channels" ? ETHTOOL_MSG_CHANNELS_SET
-                                  : ETHTOOL_MSG_PAUSE_SET;
-      std::span<const U32Attr> tbl = group == "rings"      ? std::span<const U32Attr>(k_rings)
-                                     : group == "channels" ? std::span<const U32Attr>(k_channels)
-                                                           : std::span<const U32Attr>(k_pause);
-      fill = [&, tbl](nl_msg *m) -> Status {
-        for (const auto &[k, v] : values) {
-          const auto it = std::find_if(tbl.begin(), tbl.end(), [&](const U32Attr &a) { return k == a.key; });
-          if (it == tbl.end()) {
-            return input_error(ifname + ": unknown setting " + k);
-          }
-          if (auto st = put_value(m, it->attr, group == "pause", ifname, k, v); !st) {
-            return st;
-          }
-        }
-        return {};
-      };
-    } else if (group == "coalesce") {
-      cmd = ETHTOOL_MSG_COALESCE_SET;
-      fill = [&](nl_msg *m) -> Status {
-        for (const auto &[k, v] : values) {
-          const std::string name = k.substr(9);
-          const auto *it =
-              std::find_if(std::begin(k_coal), std::end(k_coal), [&](const CoalAttr &a) { return name == a.name; });
-          if (it == std::end(k_coal)) {
-            return input_error(ifname + ": unknown setting " + k);
-          }
-          if (auto st = put_value(m, it->attr, it->is_u8, ifname, k, v); !st) {
-            return st;
-          }
-        }
-        return {};
-      };
-    } else if (group == "features") {
-      cmd = ETHTOOL_MSG_FEATURES_SET;
-      fill = [&](nl_msg *m) -> Status {
-        nlattr *wanted = nla_nest_start(m, ETHTOOL_A_FEATURES_WANTED);
-        nlattr *bits = nla_nest_start(m, ETHTOOL_A_BITSET_BITS);
-        for (const auto &[k, v] : values) {
-          nlattr *bit = nla_nest_start(m, ETHTOOL_A_BITSET_BITS_BIT);
-          nla_put_string(m, ETHTOOL_A_BITSET_BIT_NAME, k.substr(9).c_str());
-          if (v == "on") {
-            nla_put_flag(m, ETHTOOL_A_BITSET_BIT_VALUE);
-          }
-          nla_nest_end(m, bit);
-        }
-        nla_nest_end(m, bits);
-        nla_nest_end(m, wanted);
-        return {};
-      };
-    } else {
-      return input_error(ifname + ": unknown NIC setting group '" + group + "'");
-    }
-    Exchange x;
-    if (auto st = request(static_cast<std::uint8_t>(cmd), ifname, 0, fill, x); !st) {
-      if (st.error().kind == Errc::input) {
-        return st;
-      }
-      return failure(ifname + ": " + group + " (" + describe() + "): kernel: " + kernel_says(x), x.error);
+      return set_link(ifname, values);
     }
     if (group == "features") {
-      NicDevice after;
-      if (auto st = read_features(ifname, after); !st) {
-        return st;
-      }
-      for (const auto &[k, v] : values) {
-        const auto it = after.current.find(k);
-        if (it != after.current.end() && it->second != v) {
-          return failure(ifname + ": " + k + "=" + v + ": the kernel left it " + it->second +
-                             " (a feature it depends on is off, or the driver refused it)",
-                         EOPNOTSUPP);
-        }
-      }
+      return set_features(ifname, values);
+    }
+    auto attrs = encode(ifname, group, values);
+    if (!attrs) {
+      return attrs.error();
+    }
+    const std::uint8_t cmd = group == "coalesce" ? std::uint8_t{ETHTOOL_MSG_COALESCE_SET} : group_of(group)->set;
+    if (auto st = nl_->ethtool_set(cmd, ifname, *attrs); !st) {
+      return kernel_error(ifname, group, values, st.error());
     }
     return {};
   }
@@ -650,49 +635,252 @@ private:
     return s;
   }
 
-  // One ethtool request; GET replies go to x.on_reply.  Fails with the
-  // kernel's error (x.error, x.ext_msg).
-  Status request(std::uint8_t cmd, const std::string &ifname, int /*flags*/,
-                 const std::function<Status(nl_msg *)> &fill, Exchange &x) {
-    MsgPtr msg(nlmsg_alloc());
-    if (!msg) {
-      return failure("netlink: out of memory", ENOMEM);
+  static const EthtoolGroup *group_of(std::string_view group) {
+    const auto *it =
+        std::find_if(std::begin(k_groups), std::end(k_groups), [&](const EthtoolGroup &g) { return group == g.group; });
+    return it == std::end(k_groups) ? nullptr : it;
+  }
+
+  static std::string describe(const NicValues &values) {
+    std::string s;
+    for (const auto &[k, v] : values) {
+      s += (s.empty() ? "" : ", ") + k + "=" + v;
     }
-    if (genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_REQUEST | NLM_F_ACK, cmd,
-                    ETHTOOL_GENL_VERSION) == nullptr) {
-      return failure("netlink: genlmsg_put failed");
+    return s;
+  }
+
+  // A refused SET: device, group and what was asked, then the kernel's word.
+  static Error kernel_error(const std::string &ifname, const std::string &group, const NicValues &values,
+                            const Error &e) {
+    return failure(ifname + ": " + group + " (" + describe(values) + "): " + e.message, e.sys_errno);
+  }
+
+  // Driver, and the NUMA node and MSI IRQs of the PCI device, which for
+  // virtio is the parent of the virtio device. The node is needed for IRQ
+  // and RPS placement and for channel counts matched to the NIC-local CPUs;
+  // the IRQs only for IRQ settings.
+  void probe_pci(NicDevice &d) const {
+    const std::string base = "/sys/class/net/" + d.name;
+    std::error_code ec;
+    const fs::path drv = fs::read_symlink(root_.path(base + "/device/driver"), ec);
+    if (!ec) {
+      d.driver = drv.filename().string();
     }
-    // Every *_HEADER attribute is attribute 1 of its message.
-    nlattr *hdr = nla_nest_start(msg.get(), 1);
-    nla_put_string(msg.get(), ETHTOOL_A_HEADER_DEV_NAME, ifname.c_str());
-    if (fill) {
-      nla_put_u32(msg.get(), ETHTOOL_A_HEADER_FLAGS, ETHTOOL_FLAG_OMIT_REPLY);
+    const bool want_irqs = probe_wants("irq");
+    if (!want_irqs && !probe_wants("rps") && !probe_wants("channels")) {
+      return;
     }
-    nla_nest_end(msg.get(), hdr);
-    if (fill) {
-      if (auto st = fill(msg.get()); !st) {
+    fs::path dev = fs::canonical(root_.path(base + "/device"), ec);
+    for (int depth = 0; !ec && depth < 4 && dev.has_parent_path(); ++depth, dev = dev.parent_path()) {
+      if (fs::exists(dev / "numa_node", ec) && fs::exists(dev / "msi_irqs", ec)) {
+        break;
+      }
+    }
+    if (ec) {
+      return;
+    }
+    std::error_code ec2;
+    if (fs::exists(dev / "numa_node", ec2)) {
+      std::uint64_t n = 0;
+      auto txt = read_host(dev / "numa_node");
+      d.numa_node = parse_num(txt, n) ? static_cast<int>(n) : -1;
+    }
+    std::vector<int> irqs;
+    for (const auto &e : want_irqs ? fs::directory_iterator(dev / "msi_irqs", ec2) : fs::directory_iterator()) {
+      std::uint64_t n = 0;
+      if (parse_num(e.path().filename().string(), n)) {
+        irqs.push_back(static_cast<int>(n));
+      }
+    }
+    std::sort(irqs.begin(), irqs.end());
+    d.irqs = irqs;
+  }
+
+  // IRQ affinities and RPS settings (procfs, sysfs).
+  void probe_sysfs_values(NicDevice &d) const {
+    const std::string base = "/sys/class/net/" + d.name;
+    for (int irq : d.irqs) {
+      if (auto v = root_.read_value("/proc/irq/" + std::to_string(irq) + "/smp_affinity_list")) {
+        d.current["irq." + std::to_string(irq)] = *v;
+      }
+    }
+    for (const auto &q : probe_wants("rps") ? root_.list_dir(base + "/queues") : std::vector<std::string>{}) {
+      if (!q.starts_with("rx-")) {
+        continue;
+      }
+      d.rx_queues.push_back(q);
+      if (auto v = root_.read_value(base + "/queues/" + q + "/rps_cpus")) {
+        d.current["rps." + q + ".cpus"] = mask_normalize(*v);
+      }
+      if (auto v = root_.read_value(base + "/queues/" + q + "/rps_flow_cnt")) {
+        d.current["rps." + q + ".flow-cnt"] = *v;
+      }
+    }
+  }
+
+  Status probe_link(NicDevice &d) {
+    auto link = nl_->link_get(d.name);
+    if (!link) {
+      return input_error("unknown interface '" + d.name + "': " + link.error().message);
+    }
+    d.ifindex = link->ifindex;
+    d.current["link.mtu"] = std::to_string(link->mtu);
+    d.current["link.txqueuelen"] = std::to_string(link->txqlen);
+    return {};
+  }
+
+  // One ethtool GET; a group the driver lacks (EOPNOTSUPP) is noted, not an
+  // error.  Returns no attributes then.
+  Result<std::optional<NlAttrs>> get_group(NicDevice &d, std::uint8_t cmd, const char *group) {
+    auto tb = nl_->ethtool_get(cmd, d.name);
+    if (tb) {
+      return std::optional<NlAttrs>(std::move(*tb));
+    }
+    if (tb.error().sys_errno == EOPNOTSUPP) {
+      d.unsupported_groups.insert(group);
+      return std::optional<NlAttrs>();
+    }
+    return failure(d.name + ": " + tb.error().message, tb.error().sys_errno);
+  }
+
+  // Rings, channels, pause (with their maxima) and coalescing.
+  Status probe_ethtool(NicDevice &d) {
+    for (const auto &g : k_groups) {
+      if (!probe_wants(g.group)) {
+        continue;
+      }
+      auto tb = get_group(d, g.get, g.group);
+      if (!tb) {
+        return tb.error();
+      }
+      for (const auto &a : *tb ? g.attrs : std::span<const U32Attr>()) {
+        const NlAttrs &t = **tb;
+        if (g.is_u8 && t.contains(a.attr)) {
+          d.current[a.key] = onoff(t.at(a.attr) != 0);
+        } else if (!g.is_u8 && t.contains(a.attr) && t.contains(a.max_attr)) {
+          d.current[a.key] = std::to_string(t.at(a.attr));
+          d.max[a.key] = t.at(a.max_attr);
+        }
+      }
+    }
+    if (!probe_wants("coalesce")) {
+      return {};
+    }
+    auto tb = get_group(d, ETHTOOL_MSG_COALESCE_GET, "coalesce");
+    if (!tb) {
+      return tb.error();
+    }
+    for (const auto &a : *tb ? std::span<const CoalAttr>(k_coal) : std::span<const CoalAttr>()) {
+      if (auto it = (*tb)->find(a.attr); it != (*tb)->end()) {
+        d.current[std::string("coalesce.") + a.name] = a.is_u8 ? onoff(it->second != 0) : std::to_string(it->second);
+      }
+    }
+    return {};
+  }
+
+  Status set_sysctl(const NicValues &values) {
+    for (const auto &[k, v] : values) {
+      std::string path = "/proc/sys/" + k.substr(7);
+      std::replace(path.begin() + 10, path.end(), '.', '/');
+      if (auto st = root_.write_value(path, v); !st) {
         return st;
       }
     }
-    CbPtr cb(nl_cb_alloc(NL_CB_DEFAULT));
-    if (!cb) {
-      return failure("netlink: out of memory", ENOMEM);
-    }
-    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &x);
-    nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, on_ack, &x);
-    nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &x);
-    if (int r = nl_send_auto(genl_.get(), msg.get()); r < 0) {
-      return failure(ifname + ": netlink send: " + nl_geterror(r));
-    }
-    while (!x.done) {
-      const int r = nl_recvmsgs(genl_.get(), cb.get());
-      if (r < 0 && !x.done) {
-        x.error = EIO;
-        return failure(ifname + ": netlink receive: " + nl_geterror(r), EIO);
+    return {};
+  }
+
+  // irq: /proc/irq/N/smp_affinity_list; rps: the rx queue's rps files.
+  Status set_sysfs(const std::string &ifname, const std::string &group, const NicValues &values) {
+    const std::string base = "/sys/class/net/" + ifname;
+    for (const auto &[k, v] : values) {
+      std::string path;
+      if (group == "irq") {
+        if (v.empty()) {
+          continue;
+        }
+        path = "/proc/irq/" + k.substr(4) + "/smp_affinity_list";
+      } else {
+        const size_t dot = k.rfind('.');
+        const std::string q = k.substr(4, dot - 4);
+        path = base + "/queues/" + q + "/" + (k.substr(dot + 1) == "cpus" ? "rps_cpus" : "rps_flow_cnt");
+      }
+      if (auto st = root_.write_value(path, v); !st) {
+        return failure(ifname + ": " + k + "=" + v + ": " + st.error().message, st.error().sys_errno);
       }
     }
-    if (x.error != 0) {
-      return failure(ifname + ": kernel: " + kernel_says(x), x.error);
+    return {};
+  }
+
+  Status set_link(const std::string &ifname, const NicValues &values) {
+    std::optional<unsigned> mtu, txqlen;
+    for (const auto &[k, v] : values) {
+      std::uint64_t n = 0;
+      if (!parse_num(v, n)) {
+        return input_error(ifname + ": " + k + ": invalid value '" + v + "'");
+      }
+      (k == "link.mtu" ? mtu : txqlen) = static_cast<unsigned>(n);
+    }
+    if (auto st = nl_->link_set(ifname, mtu, txqlen); !st) {
+      if (st.error().sys_errno == 0) {
+        return failure(ifname + ": link: " + st.error().message);
+      }
+      return kernel_error(ifname, "link", values, st.error());
+    }
+    return {};
+  }
+
+  // The attributes of a rings, channels, pause or coalesce SET.
+  static Result<std::vector<NlAttr>> encode(const std::string &ifname, const std::string &group,
+                                            const NicValues &values) {
+    const EthtoolGroup *g = group_of(group);
+    if (g == nullptr && group != "coalesce") {
+      return input_error(ifname + ": unknown NIC setting group '" + group + "'");
+    }
+    std::vector<NlAttr> out;
+    for (const auto &[k, v] : values) {
+      Result<NlAttr> a = input_error(ifname + ": unknown setting " + k);
+      if (g != nullptr) {
+        const auto it = std::find_if(g->attrs.begin(), g->attrs.end(), [&](const U32Attr &x) { return k == x.key; });
+        if (it != g->attrs.end()) {
+          a = attr_value(it->attr, g->is_u8, ifname, k, v);
+        }
+      } else {
+        const std::string name = k.substr(9);
+        const auto *it =
+            std::find_if(std::begin(k_coal), std::end(k_coal), [&](const CoalAttr &x) { return name == x.name; });
+        if (it != std::end(k_coal)) {
+          a = attr_value(it->attr, it->is_u8, ifname, k, v);
+        }
+      }
+      if (!a) {
+        return a.error();
+      }
+      out.push_back(*a);
+    }
+    return out;
+  }
+
+  // Features: the wanted bits, then a read back -- the kernel silently keeps
+  // a feature off whose dependency is off.
+  Status set_features(const std::string &ifname, const NicValues &values) {
+    std::vector<std::pair<std::string, bool>> wanted;
+    for (const auto &[k, v] : values) {
+      wanted.emplace_back(k.substr(9), v == "on");
+    }
+    if (auto st = nl_->features_set(ifname, wanted); !st) {
+      return kernel_error(ifname, "features", values, st.error());
+    }
+    NicDevice after;
+    if (auto st = read_features(ifname, after); !st) {
+      return st;
+    }
+    for (const auto &[k, v] : values) {
+      const auto it = after.current.find(k);
+      if (it != after.current.end() && it->second != v) {
+        return failure(ifname + ": " + k + "=" + v + ": the kernel left it " + it->second +
+                           " (a feature it depends on is off, or the driver refused it)",
+                       EOPNOTSUPP);
+      }
     }
     return {};
   }
@@ -700,117 +888,57 @@ private:
   Status read_features(const std::string &ifname, NicDevice &d) {
     if (all_features_.empty()) {
       // Every feature name the kernel knows (ETH_SS_FEATURES), once.
-      Exchange x;
-      x.maxattr = ETHTOOL_A_STRSET_MAX;
-      x.on_reply = [&](nlattr **tb) {
-        if (!tb[ETHTOOL_A_STRSET_STRINGSETS]) {
-          return;
-        }
-        nlattr *set = nullptr;
-        int rem = 0;
-        nla_for_each_nested(set, tb[ETHTOOL_A_STRSET_STRINGSETS], rem) {
-          nlattr *st[ETHTOOL_A_STRINGSET_MAX + 1] = {};
-          if (nla_parse_nested(st, ETHTOOL_A_STRINGSET_MAX, set, nullptr) != 0 || !st[ETHTOOL_A_STRINGSET_STRINGS]) {
-            continue;
-          }
-          nlattr *str = nullptr;
-          int rem2 = 0;
-          nla_for_each_nested(str, st[ETHTOOL_A_STRINGSET_STRINGS], rem2) {
-            nlattr *s[ETHTOOL_A_STRING_MAX + 1] = {};
-            if (nla_parse_nested(s, ETHTOOL_A_STRING_MAX, str, nullptr) == 0 && s[ETHTOOL_A_STRING_VALUE]) {
-              all_features_.emplace_back(nla_get_string(s[ETHTOOL_A_STRING_VALUE]));
-            }
-          }
-        }
-      };
-      auto fill = [](nl_msg *m) -> Status {
-        nlattr *sets = nla_nest_start(m, ETHTOOL_A_STRSET_STRINGSETS);
-        nlattr *set = nla_nest_start(m, ETHTOOL_A_STRINGSETS_STRINGSET);
-        nla_put_u32(m, ETHTOOL_A_STRINGSET_ID, ETH_SS_FEATURES);
-        nla_nest_end(m, set);
-        nla_nest_end(m, sets);
-        return {};
-      };
-      if (auto st = request_get_with(ETHTOOL_MSG_STRSET_GET, ifname, fill, x); !st) {
-        return st;
+      auto names = nl_->feature_names(ifname);
+      if (!names) {
+        return failure(ifname + ": " + names.error().message, names.error().sys_errno);
       }
+      all_features_ = std::move(*names);
     }
-    Exchange x;
-    x.maxattr = ETHTOOL_A_FEATURES_MAX;
-    std::vector<std::string> hw, active;
-    x.on_reply = [&](nlattr **tb) {
-      if (tb[ETHTOOL_A_FEATURES_HW]) {
-        hw = bitset_names(tb[ETHTOOL_A_FEATURES_HW]);
-      }
-      if (tb[ETHTOOL_A_FEATURES_ACTIVE]) {
-        active = bitset_names(tb[ETHTOOL_A_FEATURES_ACTIVE]);
-      }
-    };
-    if (auto st = request(ETHTOOL_MSG_FEATURES_GET, ifname, 0, nullptr, x); !st) {
-      return st;
+    auto f = nl_->features_get(ifname);
+    if (!f) {
+      return failure(ifname + ": " + f.error().message, f.error().sys_errno);
     }
     for (const auto &n : all_features_) {
       if (n.empty()) {
         continue;
       }
       const std::string k = "features." + n;
-      d.current[k] = onoff(std::find(active.begin(), active.end(), n) != active.end());
-      if (std::find(hw.begin(), hw.end(), n) == hw.end()) {
+      d.current[k] = onoff(std::find(f->active.begin(), f->active.end(), n) != f->active.end());
+      if (std::find(f->hw.begin(), f->hw.end(), n) == f->hw.end()) {
         d.fixed.insert(k);
       }
     }
     return {};
   }
 
-  // A GET whose request carries attributes besides the header.
-  Status request_get_with(std::uint8_t cmd, const std::string &ifname, const std::function<Status(nl_msg *)> &fill,
-                          Exchange &x) {
-    MsgPtr msg(nlmsg_alloc());
-    if (!msg) {
-      return failure("netlink: out of memory", ENOMEM);
-    }
-    genlmsg_put(msg.get(), NL_AUTO_PORT, NL_AUTO_SEQ, family_, 0, NLM_F_REQUEST | NLM_F_ACK, cmd, ETHTOOL_GENL_VERSION);
-    nlattr *hdr = nla_nest_start(msg.get(), 1);
-    nla_put_string(msg.get(), ETHTOOL_A_HEADER_DEV_NAME, ifname.c_str());
-    nla_nest_end(msg.get(), hdr);
-    if (auto st = fill(msg.get()); !st) {
-      return st;
-    }
-    CbPtr cb(nl_cb_alloc(NL_CB_DEFAULT));
-    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_valid, &x);
-    nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, on_ack, &x);
-    nl_cb_err(cb.get(), NL_CB_CUSTOM, on_error, &x);
-    if (int r = nl_send_auto(genl_.get(), msg.get()); r < 0) {
-      return failure(ifname + ": netlink send: " + nl_geterror(r));
-    }
-    while (!x.done) {
-      if (nl_recvmsgs(genl_.get(), cb.get()) < 0 && !x.done) {
-        return failure(ifname + ": netlink receive failed", EIO);
-      }
-    }
-    if (x.error != 0) {
-      return failure(ifname + ": kernel: " + kernel_says(x), x.error);
-    }
-    return {};
-  }
-
   Sysroot root_;
   std::vector<unsigned> feeders_;
+  std::unique_ptr<NetlinkTransport> nl_;
   std::optional<int> irqbalance_pid_;
-  SockPtr genl_;
-  SockPtr rtnl_;
-  int family_ = -1;
   std::vector<std::string> all_features_;
 };
 
 } // namespace
 
-Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders) {
-  auto b = std::make_unique<LiveBackend>(root, std::move(feeders));
-  if (auto st = b->open(); !st) {
+Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport() {
+  auto t = std::make_unique<LiveTransport>();
+  if (auto st = t->open(); !st) {
     return st.error();
   }
-  return std::unique_ptr<NicBackend>(std::move(b));
+  return std::unique_ptr<NetlinkTransport>(std::move(t));
+}
+
+std::unique_ptr<NicBackend> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders,
+                                                  std::unique_ptr<NetlinkTransport> transport) {
+  return std::make_unique<LiveBackend>(root, std::move(feeders), std::move(transport));
+}
+
+Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders) {
+  auto t = make_netlink_transport();
+  if (!t) {
+    return t.error();
+  }
+  return make_live_nic_backend(root, std::move(feeders), std::move(*t));
 }
 
 std::vector<unsigned> nic_default_feeders(const Sysroot &root) {

@@ -571,37 +571,51 @@ struct PendingState {
   std::vector<Rec> records;
   std::vector<std::pair<std::string, std::string>> partitions;
 };
-PendingState g_pending;
-
-// The watcher's cached ledger (one per process; the watcher is the only
-// user).  Built by the watcher's initial scan and refreshed while it is idle
-// (sched_ledger_refresh); what this process applies is charged to it
-// incrementally, so no event has to rescan every thread.
-Ledger g_cached;
-int64_t g_cached_at = -1;
 
 } // namespace
 
+// The watcher's state between events (one per watcher, sched_watch_cache()):
+// the cached admission ledger, built by the watcher's initial scan and
+// refreshed while it is idle (sched_ledger_refresh), with what this process
+// applies charged to it incrementally so no event has to rescan every thread;
+// and the records not written to the state file yet (sched_state_flush).
+struct SchedWatchCache {
+  PendingState pending;
+  Ledger ledger;
+  int64_t at = -1; // mono_ms() of the ledger, -1: none
+};
+
+namespace {} // namespace
+
 namespace detail {
 
+bool deferred(const SchedOptions &opt) {
+  return opt.watch && opt.defer_state;
+}
+
 Ledger admission_ledger(const SchedSystem &sys, const SchedOptions &opt) {
-  const int64_t now = mono_ms();
-  const bool use_cache = opt.ledger_ttl_ms > 0 && g_cached_at >= 0 && now - g_cached_at < opt.ledger_ttl_ms;
-  Ledger ledger = use_cache ? g_cached : build_ledger(sys, true);
-  if (opt.ledger_ttl_ms > 0 && !use_cache) {
-    g_cached = ledger;
-    g_cached_at = now;
+  // Without a watcher's cache there is nothing to reuse: a fresh scan.
+  if (!opt.watch || opt.ledger_ttl_ms <= 0) {
+    return build_ledger(sys, true);
   }
-  return ledger;
+  SchedWatchCache &wc = *opt.watch;
+  const int64_t now = mono_ms();
+  if (wc.at >= 0 && now - wc.at < opt.ledger_ttl_ms) {
+    return wc.ledger;
+  }
+  wc.ledger = build_ledger(sys, true);
+  wc.at = now;
+  return wc.ledger;
 }
 
 void charge_cached_ledger(const SchedOptions &opt, const std::string &domain, double bw) {
-  if (opt.ledger_ttl_ms > 0 && g_cached_at >= 0) {
-    if (RootDomain *d = g_cached.find(domain)) {
-      d->used += bw;
-    } else {
-      g_cached_at = -1; // a new partition: rescan next time
-    }
+  if (!opt.watch || opt.ledger_ttl_ms <= 0 || opt.watch->at < 0) {
+    return;
+  }
+  if (RootDomain *d = opt.watch->ledger.find(domain)) {
+    d->used += bw;
+  } else {
+    opt.watch->at = -1; // a new partition: rescan next time
   }
 }
 
@@ -699,8 +713,8 @@ void ensure_partition_once(ApplyRun &run, const ThreadPlan &p) {
     if (!existed && std::none_of(run.st.partitions.begin(), run.st.partitions.end(),
                                  [&](const auto &x) { return x.first == p.partition; })) {
       run.st.partitions.emplace_back(p.partition, p.cpus);
-      if (run.opt.defer_state) {
-        g_pending.partitions.emplace_back(p.partition, p.cpus);
+      if (deferred(run.opt)) {
+        run.opt.watch->pending.partitions.emplace_back(p.partition, p.cpus);
       }
     }
     return;
@@ -773,8 +787,8 @@ void finish_thread(ApplyRun &run, ThreadPlan &p, const ThreadApply &ta, const St
   ThreadPlan r = q;
   r.partition = ta.moved_to.empty() ? (ta.in_place ? p.partition : "") : ta.moved_to;
   run.emit(action_of(r, p.refused ? "fallback" : "applied", ta.why));
-  if (run.opt.defer_state) {
-    g_pending.records.push_back({q, ta.want, ta.moved_to});
+  if (deferred(run.opt)) {
+    run.opt.watch->pending.records.push_back({q, ta.want, ta.moved_to});
     return;
   }
   record(run.st, q, ta.want, ta.moved_to);
@@ -804,7 +818,7 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
   detail::refuse_overbooked(ledger, plans, rep);
   // Deferred (watcher): the state file is written by sched_state_flush, off
   // the event path; what this run did is queued for it.
-  detail::ApplyRun run{sys, opt, ledger, rep, opt.defer_state ? State{} : load_state(sys.root()), {}, {}};
+  detail::ApplyRun run{sys, opt, ledger, rep, detail::deferred(opt) ? State{} : load_state(sys.root()), {}, {}};
   for (auto &p : plans) {
     detail::apply_plan(run, p);
   }
@@ -926,40 +940,44 @@ std::vector<RootDomain> sched_domains(const SchedSystem &sys) {
   return build_ledger(sys, true).domains;
 }
 
-void sched_ledger_refresh(const SchedSystem &sys) {
-  g_cached = build_ledger(sys, true);
-  g_cached_at = mono_ms();
+std::shared_ptr<SchedWatchCache> sched_watch_cache() {
+  return std::make_shared<SchedWatchCache>();
 }
 
-Status sched_state_flush(const Sysroot &root) {
-  if (g_pending.records.empty() && g_pending.partitions.empty()) {
+void sched_ledger_refresh(SchedWatchCache &wc, const SchedSystem &sys) {
+  wc.ledger = build_ledger(sys, true);
+  wc.at = mono_ms();
+}
+
+Status sched_state_flush(SchedWatchCache &wc, const Sysroot &root) {
+  if (wc.pending.records.empty() && wc.pending.partitions.empty()) {
     return {};
   }
   StateLock lock(root);
   State st = load_state(root);
-  for (const auto &[cg, cpus] : g_pending.partitions) {
+  for (const auto &[cg, cpus] : wc.pending.partitions) {
     if (std::none_of(st.partitions.begin(), st.partitions.end(), [&](const auto &x) { return x.first == cg; })) {
       st.partitions.emplace_back(cg, cpus);
     }
   }
-  for (const auto &r : g_pending.records) {
+  for (const auto &r : wc.pending.records) {
     record(st, r.plan, r.after, r.cgroup);
   }
-  g_pending = {};
+  wc.pending = {};
   return save_state(root, st);
 }
 
-void sched_ledger_charge(const std::string &domain, double bw) {
-  if (g_cached_at < 0) {
+void sched_ledger_charge(SchedWatchCache &wc, const std::string &domain, double bw) {
+  if (wc.at < 0) {
     return;
   }
-  if (RootDomain *d = g_cached.find(domain)) {
+  if (RootDomain *d = wc.ledger.find(domain)) {
     d->used = std::max(0.0, d->used + bw);
   }
 }
 
-int64_t sched_ledger_age_ms() {
-  return g_cached_at < 0 ? -1 : mono_ms() - g_cached_at;
+int64_t sched_ledger_age_ms(const SchedWatchCache &wc) {
+  return wc.at < 0 ? -1 : mono_ms() - wc.at;
 }
 
 Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {

@@ -88,12 +88,17 @@ struct State {
   std::vector<std::pair<std::string, std::string>> partitions; // cgroup, cpus (created by mltune)
 };
 
-// The ledger to admit against: the watcher's cached one while younger than
-// opt.ledger_ttl_ms, else a fresh scan (cached again when a TTL is set).
+// Whether the run defers its state-file writes to the watcher's cache
+// (opt.defer_state with opt.watch; without a cache it writes them itself).
+bool deferred(const SchedOptions &opt);
+
+// The ledger to admit against: the watcher's cached one (opt.watch) while
+// younger than opt.ledger_ttl_ms, else a fresh scan (cached again when the
+// run has a watcher's cache and a TTL).
 Ledger admission_ledger(const SchedSystem &sys, const SchedOptions &opt);
 
-// Adds `bw` to `domain` in the watcher's cached ledger; an unknown domain
-// (a new partition) makes the next run rescan.
+// Adds `bw` to `domain` in the watcher's cached ledger (opt.watch); an
+// unknown domain (a new partition) makes the next run rescan.
 void charge_cached_ledger(const SchedOptions &opt, const std::string &domain, double bw);
 
 // The domain of every DEADLINE plan (new partitions added to the ledger) and

@@ -12,14 +12,19 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
 // Validates the [sched] table and appends/overrides rules in `rules` by name.
 Status sched_rules_merge(const toml::node &sched, const std::string &display, std::vector<SchedRule> &rules);
 
-// The watcher's admission ledger cache (SchedOptions::ledger_ttl_ms): rebuild
-// it now (the watcher does this while idle), and its age in ms (-1: none).
-void sched_ledger_refresh(const SchedSystem &sys);
+// The watcher's state (SchedWatchCache, defined in apply.cpp): its cached
+// admission ledger (SchedOptions::ledger_ttl_ms) and the state-file records
+// of runs with SchedOptions::defer_state.  One per watcher, handed to the
+// apply calls through SchedOptions::watch.
+std::shared_ptr<SchedWatchCache> sched_watch_cache();
+// Rebuilds the cached ledger now (the watcher does this while idle).
+void sched_ledger_refresh(SchedWatchCache &wc, const SchedSystem &sys);
 // Adds `bw` (negative: gives back) to the cached ledger's domain.
-void sched_ledger_charge(const std::string &domain, double bw);
-int64_t sched_ledger_age_ms();
+void sched_ledger_charge(SchedWatchCache &wc, const std::string &domain, double bw);
+// Age of the cached ledger in ms (-1: none).
+int64_t sched_ledger_age_ms(const SchedWatchCache &wc);
 // Writes what runs with SchedOptions::defer_state did to the state file
 // (merged under the lock with what other mltunectl runs wrote meanwhile).
-Status sched_state_flush(const Sysroot &root);
+Status sched_state_flush(SchedWatchCache &wc, const Sysroot &root);
 
 } // namespace mltune

@@ -1,0 +1,206 @@
+// Feeder cores on a fake node: feeder_on/off/check with a fake FeederOs
+// (kthread affinity, the sched_ext scheduler, the kernel log) and the cgroup
+// v2 files in a fake sysroot -- which kthreads move and back, what the
+// cpuset partition gets, runtime CPU changes, rollback of a failed step, and
+// the cpuset fallback after a scheduler ejection.
+#include "fake_sysroot.hpp"
+
+#include "mltune/feeder.hpp"
+
+#include <filesystem>
+#include <gtest/gtest.h>
+#include <map>
+
+using namespace mltune;
+using mltune::test::FakeSysroot;
+
+namespace {
+
+constexpr unsigned k_pf_kthread = 0x00200000;
+constexpr unsigned k_pf_no_setaffinity = 0x04000000;
+
+CpuSet cpus(const std::string &s) {
+  auto c = parse_cpuset(s);
+  EXPECT_TRUE(c) << s;
+  return c ? *c : CpuSet{};
+}
+
+class FakeOs final : public FeederOs {
+public:
+  std::vector<FeederTask> kthreads() override { return tasks; }
+  bool get_affinity(int pid, CpuSet &out) override {
+    auto it = affinity.find(pid);
+    if (it == affinity.end()) {
+      return false;
+    }
+    out = it->second;
+    return true;
+  }
+  bool set_affinity(int pid, const CpuSet &c) override {
+    calls.emplace_back(pid, c.str());
+    affinity[pid] = c;
+    return true;
+  }
+  Status scx_attach(const FeederState &s, bool update) override {
+    attaches.emplace_back(s.cpus.str(), update);
+    return {};
+  }
+  void scx_detach() override { ++detaches; }
+  std::string scx_exit_reason() override { return "runtime error: stall on CPU 6"; }
+  bool scx_stats(FeederScxStats & /*out*/) override { return false; }
+  void start_watcher() override { ++watchers; }
+  void kmsg(const std::string &line) override { log.push_back(line); }
+
+  void add(int pid, const std::string &comm, const std::string &aff, unsigned flags = k_pf_kthread) {
+    tasks.push_back({pid, comm, flags});
+    affinity[pid] = cpus(aff);
+  }
+
+  std::vector<FeederTask> tasks;
+  std::map<int, CpuSet> affinity;
+  std::vector<std::pair<int, std::string>> calls; // set_affinity(pid, cpus)
+  std::vector<std::pair<std::string, bool>> attaches;
+  int detaches = 0;
+  int watchers = 0;
+  std::vector<std::string> log;
+};
+
+class Feeder : public ::testing::Test {
+protected:
+  void SetUp() override {
+    fake.set("/sys/devices/system/cpu/online", "0-7\n");
+    fake.set("/sys/fs/cgroup/cgroup.subtree_control", "memory pids\n");
+    fake.set("/sys/devices/virtual/workqueue/cpumask", "ff\n");
+    // What the kernel creates with the cgroup directory.
+    fake.set("/sys/fs/cgroup/mltune-feeder/cpuset.cpus", "\n");
+    fake.set("/sys/fs/cgroup/mltune-feeder/cpuset.cpus.partition", "member\n");
+    os.add(10, "rcuo/0", "0-7");                                        // movable: off the feeder CPUs
+    os.add(11, "ksoftirqd/6", "6", k_pf_kthread | k_pf_no_setaffinity); // per-CPU, not settable
+    os.add(12, "kworker/6:1", "6");                                     // one CPU: left to the kernel
+    os.add(13, "kswapd0", "0-3");                                       // not on feeder CPUs: kept
+  }
+  [[nodiscard]] std::string cgfile(const std::string &f) const { return fake.get("/sys/fs/cgroup/mltune-feeder/" + f); }
+  [[nodiscard]] bool state_exists() const { return std::filesystem::exists(fake.root().path(k_feeder_state)); }
+
+  FakeSysroot fake;
+  FakeOs os;
+};
+
+TEST_F(Feeder, OnMovesMovableKthreadsAndMakesThePartition) {
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->mechanism, "cpuset");
+  EXPECT_EQ(s->housekeeping.str(), "0-5");
+  // Only the movable kthread is moved, to the housekeeping CPUs, once.
+  EXPECT_EQ(os.calls, (std::vector<std::pair<int, std::string>>{{10, "0-5"}}));
+  EXPECT_EQ(s->kthreads, (std::vector<std::pair<int, std::string>>{{10, "0-7"}}));
+  EXPECT_EQ(s->kthreads_kept, (std::vector<std::pair<int, std::string>>{{12, "6"}, {13, "0-3"}}));
+  // cgroup v2: cpuset enabled, the feeder CPUs, a root partition.
+  EXPECT_EQ(fake.get("/sys/fs/cgroup/cgroup.subtree_control"), "+cpuset");
+  EXPECT_TRUE(s->cpuset_enabled_by_us);
+  EXPECT_EQ(cgfile("cpuset.cpus"), "6-7");
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "root");
+  // Unbound workqueues on CPUs 0-5 (hex mask), the old mask recorded.
+  EXPECT_EQ(fake.get("/sys/devices/virtual/workqueue/cpumask"), "3f");
+  EXPECT_EQ(s->wq_cpumask_before, "ff");
+  EXPECT_TRUE(state_exists());
+  EXPECT_TRUE(os.attaches.empty());
+  EXPECT_EQ(os.watchers, 0);
+}
+
+TEST_F(Feeder, OffRestoresExactlyWhatWasThere) {
+  ASSERT_TRUE(feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset"));
+  os.calls.clear();
+  ASSERT_TRUE(feeder_off(fake.root(), os));
+  EXPECT_EQ(os.calls, (std::vector<std::pair<int, std::string>>{{10, "0-7"}}));
+  EXPECT_EQ(os.affinity[10].str(), "0-7");
+  EXPECT_EQ(os.affinity[13].str(), "0-3");
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "member");
+  EXPECT_EQ(fake.get("/sys/devices/virtual/workqueue/cpumask"), "ff");
+  EXPECT_EQ(fake.get("/sys/fs/cgroup/cgroup.subtree_control"), "-cpuset");
+  EXPECT_FALSE(state_exists());
+  ASSERT_TRUE(feeder_off(fake.root(), os)); // off again: nothing to do
+  EXPECT_EQ(os.calls.size(), 1U);
+}
+
+TEST_F(Feeder, InputErrorsTouchNothing) {
+  auto s = feeder_on(fake.root(), os, cpus("8"), {}, "cpuset");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, Errc::input);
+  s = feeder_on(fake.root(), os, cpus("0-7"), {}, "cpuset");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("no housekeeping CPU"), std::string::npos);
+  s = feeder_on(fake.root(), os, cpus("6-7"), {}, "sched_ext"); // no /sys/kernel/sched_ext here
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, Errc::input);
+  EXPECT_TRUE(os.calls.empty());
+  EXPECT_FALSE(state_exists());
+}
+
+// The partition cannot be written: everything done before is undone.
+TEST_F(Feeder, FailingPartitionRollsBack) {
+  const auto prs = fake.root().path("/sys/fs/cgroup/mltune-feeder/cpuset.cpus.partition");
+  std::filesystem::remove(prs);
+  std::filesystem::create_directories(prs);
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset");
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("cpuset.cpus.partition"), std::string::npos) << s.error().message;
+  EXPECT_EQ(os.calls, (std::vector<std::pair<int, std::string>>{{10, "0-5"}, {10, "0-7"}}));
+  EXPECT_EQ(fake.get("/sys/devices/virtual/workqueue/cpumask"), "ff");
+  EXPECT_FALSE(state_exists());
+}
+
+// 'feeder on' with other CPUs while on: kthreads follow the new CPUs, and
+// 'off' still restores the originals.
+TEST_F(Feeder, RuntimeCpuChangeFollowsAndOffRestores) {
+  ASSERT_TRUE(feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset"));
+  auto s = feeder_on(fake.root(), os, cpus("4-7"), {}, "auto");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->cpus.str(), "4-7");
+  EXPECT_EQ(os.affinity[10].str(), "0-3");
+  EXPECT_EQ(cgfile("cpuset.cpus"), "4-7");
+  EXPECT_EQ(fake.get("/sys/devices/virtual/workqueue/cpumask"), "f");
+  auto again = feeder_on(fake.root(), os, cpus("4-7"), {}, "sched_ext");
+  ASSERT_FALSE(again); // another mechanism while on
+  EXPECT_EQ(again.error().kind, Errc::input);
+  ASSERT_TRUE(feeder_off(fake.root(), os));
+  EXPECT_EQ(os.affinity[10].str(), "0-7");
+  EXPECT_EQ(fake.get("/sys/devices/virtual/workqueue/cpumask"), "ff");
+}
+
+// A sched_ext state whose scheduler is gone: cpuset fallback with the
+// kernel's exit reason, logged once.
+TEST_F(Feeder, EjectedSchedulerFallsBackToCpuset) {
+  fake.set("/sys/kernel/sched_ext/state", "disabled\n");
+  fake.set(k_feeder_state, R"({"active": true, "mechanism": "sched_ext", "cpus": "6-7", "housekeeping": "0-5"})");
+  auto r = feeder_check(fake.root(), os);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(*r);
+  EXPECT_EQ(os.detaches, 1);
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "root");
+  ASSERT_EQ(os.log.size(), 1U);
+  EXPECT_NE(os.log[0].find("ejected (runtime error: stall on CPU 6); cpuset partition fallback active on CPUs 6-7"),
+            std::string::npos);
+  auto st = feeder_status(fake.root());
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state.mechanism, "cpuset");
+  EXPECT_EQ(st->state.fallback, "runtime error: stall on CPU 6");
+  // Already fallen back: nothing more.
+  r = feeder_check(fake.root(), os);
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(os.detaches, 1);
+}
+
+TEST_F(Feeder, RunningSchedulerIsLeftAlone) {
+  fake.set("/sys/kernel/sched_ext/state", "enabled\n");
+  fake.set("/sys/kernel/sched_ext/root/ops", "mltune_feeder\n");
+  fake.set(k_feeder_state, R"({"active": true, "mechanism": "sched_ext", "cpus": "6-7", "housekeeping": "0-5"})");
+  auto r = feeder_check(fake.root(), os);
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(os.detaches, 0);
+  EXPECT_TRUE(os.log.empty());
+}
+
+} // namespace
