@@ -49,19 +49,8 @@ void register_verify(CLI::App &app, Context &ctx); // verify and diff
 void register_switch(CLI::App &app, Context &ctx);
 void register_persist(CLI::App &app, Context &ctx);
 void register_nic(CLI::App &app, Context &ctx); // nic show|diff|apply
-// The NIC step of `switch`. plan() probes the NICs and plans the profile's
-// [nic] tables before any knob is written (a no-op when it has none or the
-// sysroot is not the live node; with --dry-run it prints the plan);
-// commit() then applies exactly that plan as one transaction.
-class NicSwitchStep {
-public:
-  Status plan(Context &ctx, const Profile &profile);
-  Status commit(Context &ctx);
-
-private:
-  std::unique_ptr<NicBackend> backend_;
-  std::optional<NicReport> planned_;
-};
+// The NIC changes of a plan (applied=false) or of an apply, as `nic apply` prints them.
+void print_nic_changes(Context &ctx, const NicReport &r, bool applied);
 void register_topology(CLI::App &app, Context &ctx);
 void register_plan(CLI::App &app, Context &ctx);
 void register_boot(CLI::App &app, Context &ctx);

@@ -180,39 +180,8 @@ void run_apply(Context &ctx, const NicArgs &a, bool diff_only) {
 
 } // namespace
 
-Status NicSwitchStep::plan(Context &ctx, const Profile &profile) {
-  if (profile.nic.empty() || !ctx.root().is_live()) {
-    return {};
-  }
-  auto be = make_live_nic_backend(ctx.root(), nic_default_feeders(ctx.root()));
-  if (!be) {
-    return be.error();
-  }
-  auto rep = nic_apply(profile.nic, **be, NicOptions{}, true);
-  if (!rep) {
-    return rep.error();
-  }
-  if (!ctx.json && ctx.dry_run) {
-    print_changes(ctx, *rep, false);
-  }
-  backend_ = std::move(*be);
-  planned_ = std::move(*rep);
-  return {};
-}
-
-Status NicSwitchStep::commit(Context &ctx) {
-  if (!planned_) {
-    return {};
-  }
-  auto rep = nic_commit(planned_->plan, *backend_, NicOptions{});
-  planned_.reset();
-  if (!rep) {
-    return rep.error();
-  }
-  if (!ctx.json) {
-    print_changes(ctx, *rep, true);
-  }
-  return {};
+void print_nic_changes(Context &ctx, const NicReport &r, bool applied) {
+  print_changes(ctx, r, applied);
 }
 
 void register_nic(CLI::App &app, Context &ctx) {

@@ -2,8 +2,11 @@
 #include "cli.hpp"
 
 #include "mltune/switch.hpp"
+#include "mltune/transaction.hpp"
 
+#include <array>
 #include <ostream>
+#include <string_view>
 
 namespace mltune::cli {
 
@@ -97,31 +100,35 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   if (!p) {
     return ctx.fail(p.error());
   }
-  auto plan = plan_switch(*p, root);
-  if (!plan) {
-    return ctx.fail(plan.error());
+  // One transaction: every step is planned (the NIC settings validated)
+  // before any is applied; a step that fails rolls back those before it.
+  KnobStep knobs(*p, root, backend);
+  NicStep nic(*p, root);
+  const std::array<Step *, 2> steps{&knobs, &nic};
+  TransactionOptions opt;
+  opt.dry_run = ctx.dry_run;
+  if (ctx.verbose > 0 && !ctx.json) {
+    opt.progress = [&ctx](std::string_view step, std::string_view phase) {
+      *ctx.err << "mltunectl: " << step << ": " << phase << "\n";
+    };
   }
-  // NIC settings are validated (planned) before any knob is written.
-  NicSwitchStep nic;
-  if (auto st = nic.plan(ctx, *p); !st) {
-    return ctx.fail(st.error());
+  auto done = run_transaction(steps, opt);
+  if (!done) {
+    return ctx.fail(done.error());
   }
   if (ctx.dry_run) {
-    print_plan(ctx, *plan, backend);
+    if (nic.planned() && !ctx.json) {
+      print_nic_changes(ctx, *nic.planned(), false);
+    }
+    print_plan(ctx, knobs.switch_plan(), backend);
     if (backend == Backend::kernel && !ctx.json && ctx.verbose > 0) {
       *ctx.out << "knob list for the module:\n" << kernel_knob_list(*p);
     }
     return;
   }
-  auto rep = backend == Backend::kernel ? switch_kernel(*p, root) : switch_direct(*p, root, *plan);
-  if (!rep) {
-    return ctx.fail(rep.error());
-  }
-  print_report(ctx, *rep);
-  if (auto st = nic.commit(ctx); !st) {
-    Error e = st.error();
-    e.message = "NIC step: " + e.message + " (the kernel knobs of '" + p->name + "' stay applied)";
-    return ctx.fail(e);
+  print_report(ctx, knobs.report());
+  if (nic.applied() && !ctx.json) {
+    print_nic_changes(ctx, *nic.applied(), true);
   }
 }
 

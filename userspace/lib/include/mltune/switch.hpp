@@ -71,4 +71,20 @@ Result<SwitchReport> restore_baseline_kernel(const Sysroot &root);
 // The module's knob-list format for a profile ("PATH VALUE" lines, '?' = optional).
 std::string kernel_knob_list(const Profile &profile);
 
+// What a backend has active, which undo_switch() goes back to.
+struct ActiveProfile {
+  std::string name;      // "" when nothing was switched yet ("none" in the module)
+  std::string knob_list; // kernel backend: the module's knob list of `name`
+};
+Result<ActiveProfile> active_profile(const Sysroot &root, Backend backend);
+
+// Undoes a switch that succeeded (`plan` is the one it ran with): the kernel
+// backend switches the module back to `previous` (its knob list reloaded
+// when the switch had replaced it; the baseline when nothing was active),
+// the direct backend names `previous` active again; then both write back,
+// newest first, the value `plan` captured for every written knob that no
+// longer has it.  Every write is tried; the error lists those that failed.
+Result<SwitchReport> undo_switch(const Sysroot &root, Backend backend, const SwitchPlan &plan,
+                                 const ActiveProfile &previous);
+
 } // namespace mltune

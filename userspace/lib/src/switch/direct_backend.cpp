@@ -2,6 +2,8 @@
 #include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
+#include "switch/undo.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -217,5 +219,29 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
   }
   return rep;
 }
+
+namespace detail {
+
+Result<std::string> direct_active(const Sysroot &root) {
+  auto state = load_state(root);
+  if (!state) {
+    return state.error();
+  }
+  return state->active;
+}
+
+Status direct_set_active(const Sysroot &root, const std::string &name) {
+  auto state = load_state(root);
+  if (!state) {
+    return state.error();
+  }
+  if (state->active == name) {
+    return {};
+  }
+  state->active = name;
+  return save_state(root, *state);
+}
+
+} // namespace detail
 
 } // namespace mltune

@@ -3,6 +3,8 @@
 // (Documentation/ABI/testing/sysfs-kernel-mltune).
 #include "mltune/switch.hpp"
 
+#include "switch/undo.hpp"
+
 #include <algorithm>
 
 namespace mltune {
@@ -108,5 +110,50 @@ Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root) 
 Result<SwitchReport> restore_baseline_kernel(const Sysroot &root) {
   return activate(std::string(k_baseline), root);
 }
+
+namespace detail {
+
+Result<ActiveProfile> kernel_active(const Sysroot &root) {
+  auto name = root.read(k_profile_attr);
+  if (!name) {
+    return name.error();
+  }
+  ActiveProfile a{normalize_value(*name), {}};
+  if (a.name == "none") {
+    a.name.clear();
+  }
+  if (!a.name.empty() && a.name != k_baseline) {
+    auto list = root.read(k_dir + "/profiles/" + a.name + "/knobs");
+    if (!list) {
+      return list.error();
+    }
+    a.knob_list = std::move(*list);
+  }
+  return a;
+}
+
+Status kernel_reactivate(const Sysroot &root, const std::string &profile, const ActiveProfile &previous) {
+  const std::string target = previous.name.empty() ? std::string(k_baseline) : previous.name;
+  if (target == profile && !previous.knob_list.empty()) {
+    const std::string dir = k_dir + "/profiles/" + profile;
+    auto loaded = root.read(dir + "/knobs");
+    if (!loaded || sorted_lines(*loaded) != sorted_lines(previous.knob_list)) {
+      Status st = root.write_value(dir + "/knobs", previous.knob_list);
+      if (st) {
+        st = root.write_value(dir + "/state", "commit");
+      }
+      if (!st) {
+        return with_context(st.error(), "module: reloading the previous knob list of '" + profile + "'");
+      }
+    }
+  }
+  auto rep = activate(target, root);
+  if (!rep) {
+    return rep.error();
+  }
+  return {};
+}
+
+} // namespace detail
 
 } // namespace mltune
