@@ -622,7 +622,7 @@ private:
   // A refused SET: device, group and what was asked, then the kernel's word.
   static Error kernel_error(const std::string &ifname, const std::string &group, const NicValues &values,
                             const Error &e) {
-    return failure(ifname + ": " + group + " (" + describe(values) + "): " + e.message, e.sys_errno);
+    return with_context(e, ifname + ": " + group + " (" + describe(values) + ")");
   }
 
   // Driver, and the NUMA node and MSI IRQs of the PCI device, which for
@@ -717,7 +717,7 @@ private:
       d.unsupported_groups.insert(group);
       return std::optional<NlAttrs>();
     }
-    return failure(d.name + ": " + tb.error().message, tb.error().sys_errno);
+    return with_context(tb.error(), d.name);
   }
 
   // Rings, channels, pause (with their maxima) and coalescing.
@@ -782,7 +782,7 @@ private:
         path = base + "/queues/" + q + "/" + (k.substr(dot + 1) == "cpus" ? "rps_cpus" : "rps_flow_cnt");
       }
       if (auto st = root_.write_value(path, v); !st) {
-        return failure(ifname + ": " + k + "=" + v + ": " + st.error().message, st.error().sys_errno);
+        return with_context(st.error(), ifname + ": " + k + "=" + v);
       }
     }
     return {};
@@ -799,7 +799,7 @@ private:
     }
     if (auto st = nl_->link_set(ifname, mtu, txqlen); !st) {
       if (st.error().sys_errno == 0) {
-        return failure(ifname + ": link: " + st.error().message);
+        return with_context(st.error(), ifname + ": link");
       }
       return kernel_error(ifname, "link", values, st.error());
     }
@@ -867,13 +867,13 @@ private:
       // Every feature name the kernel knows (ETH_SS_FEATURES), once.
       auto names = nl_->feature_names(ifname);
       if (!names) {
-        return failure(ifname + ": " + names.error().message, names.error().sys_errno);
+        return with_context(names.error(), ifname);
       }
       all_features_ = std::move(*names);
     }
     auto f = nl_->features_get(ifname);
     if (!f) {
-      return failure(ifname + ": " + f.error().message, f.error().sys_errno);
+      return with_context(f.error(), ifname);
     }
     for (const auto &n : all_features_) {
       if (n.empty()) {

@@ -234,7 +234,7 @@ Status read_online_cpus(const Sysroot &root, Topology &t) {
   const std::string online_path = "/sys/devices/system/cpu/online";
   auto online_text = root.read(online_path);
   if (!online_text) {
-    return failure("cannot describe the machine: " + online_text.error().message, online_text.error().sys_errno);
+    return with_context(online_text.error(), "cannot describe the machine");
   }
   auto online = parse_cpuset(*online_text, online_path);
   if (!online) {
