@@ -318,6 +318,17 @@ TEST_F(Netlink, ProbeReadsRpsMasksAndReportsMalformedOnes) {
       << d.error().message;
 }
 
+TEST_F(Netlink, IrqbalanceBanWritesACpulist) {
+  fake.set("/sys/fs/cgroup/system.slice/irqbalance.service/cgroup.procs", "4242\n");
+  fake.set("/proc/4242/comm", "irqbalance\n");
+  fake.set("/etc/default/irqbalance", "OTHER=1\nIRQBALANCE_BANNED_CPULIST=7\n");
+  auto r = backend->irqbalance("ban", {8, 0, 1, 2, 3}, {42, 43});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(fake.get("/etc/default/irqbalance"), "OTHER=1\n# written by mltunectl nic apply\n"
+                                                 "IRQBALANCE_BANNED_CPULIST=0-3,8\n"
+                                                 "IRQBALANCE_ARGS=\"--banirq=42 --banirq=43\"\n");
+}
+
 TEST(NicFeederCpus, AbsentValidAndMalformed) {
   FakeSysroot fake;
   auto none = nic_feeder_cpus(fake.root());

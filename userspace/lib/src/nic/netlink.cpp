@@ -576,16 +576,16 @@ public:
         pos = end + 1;
       }
     }
-    std::string cpus;
-    for (unsigned c : banned) {
-      cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+    CpuSet cpus;
+    for (const unsigned c : banned) {
+      cpus.set(c);
     }
     std::string args;
     for (int i : irqs) {
       args += (args.empty() ? "" : " ") + std::string("--banirq=") + std::to_string(i);
     }
-    text +=
-        "# written by mltunectl nic apply\nIRQBALANCE_BANNED_CPULIST=" + cpus + "\nIRQBALANCE_ARGS=\"" + args + "\"\n";
+    text += "# written by mltunectl nic apply\nIRQBALANCE_BANNED_CPULIST=" + cpus.str() + "\nIRQBALANCE_ARGS=\"" +
+            args + "\"\n";
     if (auto st = root_.write_file(conf, text); !st) {
       return st.error();
     }
