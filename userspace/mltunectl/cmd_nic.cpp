@@ -1,6 +1,7 @@
 // mltunectl nic show|diff|apply [IFACE]
 #include "cli.hpp"
 
+#include "mltune/cpulist.hpp"
 #include "mltune/nic.hpp"
 
 #include <ostream>
@@ -21,29 +22,19 @@ Result<std::unique_ptr<NicBackend>> backend_for(Context &ctx, const NicArgs &a) 
   const Sysroot root = ctx.root();
   std::vector<unsigned> feeders;
   if (!a.feeders.empty()) {
-    for (size_t pos = 0; pos <= a.feeders.size();) {
-      const size_t end = std::min(a.feeders.find(',', pos), a.feeders.size());
-      const std::string part = a.feeders.substr(pos, end - pos);
-      const size_t dash = part.find('-');
-      try {
-        size_t used = 0;
-        const unsigned lo = static_cast<unsigned>(std::stoul(part.substr(0, dash), &used));
-        const unsigned hi = dash == std::string::npos ? lo : static_cast<unsigned>(std::stoul(part.substr(dash + 1)));
-        if (hi < lo || hi >= 8192) {
-          throw std::out_of_range("range");
-        }
-        for (unsigned c = lo; c <= hi; ++c) {
-          feeders.push_back(c);
-        }
-      } catch (const std::exception &) {
-        return input_error("--feeder: invalid CPU list '" + a.feeders + "'");
-      }
-      pos = end + 1;
+    auto set = parse_cpuset(a.feeders, "--feeder");
+    if (!set) {
+      return set.error();
     }
+    feeders = set->cpus();
   } else {
-    feeders = nic_default_feeders(root);
+    auto known = nic_feeder_cpus(root);
+    if (!known) {
+      return known.error();
+    }
+    feeders = std::move(*known);
   }
-  return make_live_nic_backend(root, std::move(feeders));
+  return make_live_nic_backend(root, feeders);
 }
 
 // --set [GLOB:]KEY=VALUE -> a rule.

@@ -8,8 +8,11 @@ namespace mltune::cli {
 
 namespace {
 
-nlohmann::json pci_json(const PciLocality &p) {
-  return {{"pci", p.address}, {"numa_node", p.numa_node}, {"local_cpus", p.local_cpus.str()}};
+// A PCI device: its address and locality, then its own fields.
+nlohmann::json pci_json(const PciLocality &p, const nlohmann::json &fields) {
+  nlohmann::json o{{"pci", p.address}, {"numa_node", p.numa_node}, {"local_cpus", p.local_cpus.str()}};
+  o.update(fields);
+  return o;
 }
 
 std::string node_str(int n) {
@@ -98,32 +101,27 @@ nlohmann::json topology_json(const Topology &t) {
   }
   auto &gpus = j["gpus"] = nlohmann::json::array();
   for (const auto &g : t.gpus) {
-    auto o = pci_json(g.pci);
-    o["index"] = g.index;
-    o["vendor"] = g.vendor;
-    o["vendor_id"] = g.vendor_id;
-    o["device_id"] = g.device_id;
-    o["class"] = g.pci_class;
-    gpus.push_back(o);
+    gpus.push_back(pci_json(g.pci, {{"index", g.index},
+                                    {"vendor", g.vendor},
+                                    {"vendor_id", g.vendor_id},
+                                    {"device_id", g.device_id},
+                                    {"class", g.pci_class}}));
   }
   auto &nics = j["nics"] = nlohmann::json::array();
   for (const auto &n : t.nics) {
-    auto o = pci_json(n.pci);
-    o["name"] = n.name;
-    o["driver"] = n.driver;
-    o["rx_queues"] = n.rx_queues;
-    o["tx_queues"] = n.tx_queues;
-    auto &irqs = o["irqs"] = nlohmann::json::array();
+    nlohmann::json irqs = nlohmann::json::array();
     for (const auto &i : n.irqs) {
       irqs.push_back({{"irq", i.irq}, {"name", i.name}});
     }
-    nics.push_back(o);
+    nics.push_back(pci_json(n.pci, {{"name", n.name},
+                                    {"driver", n.driver},
+                                    {"rx_queues", n.rx_queues},
+                                    {"tx_queues", n.tx_queues},
+                                    {"irqs", irqs}}));
   }
   auto &nvme = j["nvme"] = nlohmann::json::array();
   for (const auto &n : t.nvme) {
-    auto o = pci_json(n.pci);
-    o["name"] = n.name;
-    nvme.push_back(o);
+    nvme.push_back(pci_json(n.pci, {{"name", n.name}}));
   }
   j["warnings"] = t.warnings;
   return j;

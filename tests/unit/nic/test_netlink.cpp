@@ -286,4 +286,68 @@ TEST_F(Netlink, SysfsGroupsWriteTheirFiles) {
   EXPECT_TRUE(nl->sent.empty());
 }
 
+TEST_F(Netlink, NodeCpusLeaveOutFeedersAndReportMalformedCpulists) {
+  auto t = std::make_unique<FakeTransport>();
+  auto be = make_live_nic_backend(fake.root(), {2, 3}, std::move(t));
+  fake.set("/sys/devices/system/node/node0/cpulist", "0-5\n");
+  auto c = be->node_cpus(0);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(*c, (std::vector<unsigned>{0, 1, 4, 5}));
+
+  fake.set("/sys/devices/system/node/node0/cpulist", "0-3,x\n");
+  c = be->node_cpus(0);
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().kind, Errc::input);
+  EXPECT_NE(c.error().message.find("/sys/devices/system/node/node0/cpulist: invalid cpulist '0-3,x'"),
+            std::string::npos)
+      << c.error().message;
+}
+
+TEST_F(Netlink, ProbeReadsRpsMasksAndReportsMalformedOnes) {
+  backend->limit_probe({"rps"});
+  fake.set("/sys/class/net/eth0/queues/rx-0/rps_cpus", "00000000,00000001,000000f0\n");
+  auto d = backend->probe("eth0");
+  ASSERT_TRUE(d) << d.error().message;
+  EXPECT_EQ(d->current.at("rps.rx-0.cpus"), "1,000000f0");
+
+  fake.set("/sys/class/net/eth0/queues/rx-0/rps_cpus", "0g\n");
+  d = backend->probe("eth0");
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.error().kind, Errc::input);
+  EXPECT_NE(d.error().message.find("/sys/class/net/eth0/queues/rx-0/rps_cpus: invalid cpumask"), std::string::npos)
+      << d.error().message;
+}
+
+TEST_F(Netlink, IrqbalanceBanWritesACpulist) {
+  fake.set("/sys/fs/cgroup/system.slice/irqbalance.service/cgroup.procs", "4242\n");
+  fake.set("/proc/4242/comm", "irqbalance\n");
+  fake.set("/etc/default/irqbalance", "OTHER=1\nIRQBALANCE_BANNED_CPULIST=7\n");
+  auto r = backend->irqbalance("ban", {8, 0, 1, 2, 3}, {42, 43});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(fake.get("/etc/default/irqbalance"), "OTHER=1\n# written by mltunectl nic apply\n"
+                                                 "IRQBALANCE_BANNED_CPULIST=0-3,8\n"
+                                                 "IRQBALANCE_ARGS=\"--banirq=42 --banirq=43\"\n");
+}
+
+TEST(NicFeederCpus, AbsentValidAndMalformed) {
+  FakeSysroot fake;
+  auto none = nic_feeder_cpus(fake.root());
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+
+  fake.set("/sys/kernel/mltune/feeder/cpus", "2-3,8\n");
+  auto cpus = nic_feeder_cpus(fake.root());
+  ASSERT_TRUE(cpus) << cpus.error().message;
+  EXPECT_EQ(*cpus, (std::vector<unsigned>{2, 3, 8}));
+  EXPECT_EQ(nic_default_feeders(fake.root()), (std::vector<unsigned>{2, 3, 8}));
+
+  fake.set("/sys/kernel/mltune/feeder/cpus", "2-\n");
+  cpus = nic_feeder_cpus(fake.root());
+  ASSERT_FALSE(cpus);
+  EXPECT_EQ(cpus.error().kind, Errc::input);
+  EXPECT_NE(cpus.error().message.find("/sys/kernel/mltune/feeder/cpus: invalid cpulist '2-'"), std::string::npos)
+      << cpus.error().message;
+  EXPECT_TRUE(nic_default_feeders(fake.root()).empty());
+}
+
 } // namespace

@@ -208,6 +208,19 @@ TEST(NicPlanPhases, RpsMaskAndFlowCount) {
   EXPECT_EQ(dc.changes[1].to, "4096");
 }
 
+TEST(NicPlanPhases, RpsMaskBeyond32CpusInKernelGroups) {
+  PlanBackend b;
+  b.node[1] = {0, 33, 64};
+  NicPlan plan;
+  const NicDevice d = dev1();
+  DeviceChanges dc(d, b, plan);
+  NicPlanTotals totals;
+  ASSERT_TRUE(plan_rps(dc, wanted({setting("rps.cpus", "housekeeping")}), totals).ok());
+  ASSERT_EQ(dc.changes.size(), 2U);
+  // 32-bit groups separated by ',', as rps_cpus prints and accepts them.
+  EXPECT_EQ(dc.changes[0].to, "1,00000002,00000001");
+}
+
 TEST(NicPlanPhases, DeviceChangesInApplyOrder) {
   PlanBackend b;
   NicPlan plan;

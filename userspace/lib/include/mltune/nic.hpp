@@ -165,12 +165,18 @@ Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport();
 
 // The live backend: ethtool genetlink + rtnetlink (libnl) and sysfs/procfs
 // through `root`.  `feeders` are never used for NIC IRQs or RPS.
-Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders = {});
+Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root,
+                                                          const std::vector<unsigned> &feeders = {});
 // The same over another message layer (tests).
-std::unique_ptr<NicBackend> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders,
+std::unique_ptr<NicBackend> make_live_nic_backend(const Sysroot &root, const std::vector<unsigned> &feeders,
                                                   std::unique_ptr<NetlinkTransport> transport);
 
-// Feeder CPUs known to the node: /sys/kernel/mltune/feeder/cpus when present.
+// Feeder CPUs known to the node: /sys/kernel/mltune/feeder/cpus when present
+// (none when absent); a file that cannot be read or is not a cpulist is an
+// error naming it.
+Result<std::vector<unsigned>> nic_feeder_cpus(const Sysroot &root);
+// nic_feeder_cpus(), with an unreadable or malformed file taken as no feeder
+// CPUs (for callers without an error path).
 std::vector<unsigned> nic_default_feeders(const Sysroot &root);
 
 // ---- planning ---------------------------------------------------------------

@@ -2,8 +2,10 @@
 // (LiveTransport, the NetlinkTransport message layer), queue IRQs and RPS
 // through the sysroot.  LiveBackend plans the messages, maps the kernel's
 // errors and reads features back; tests run it over a fake transport.
+#include "mltune/cpulist.hpp"
 #include "mltune/nic.hpp"
 #include "mltune/node_info.hpp"
+#include "mltune/parse.hpp"
 
 #include <linux/ethtool.h>
 #include <linux/ethtool_netlink.h>
@@ -116,42 +118,14 @@ std::string onoff(bool b) {
   return b ? "on" : "off";
 }
 
-bool parse_num(const std::string &s, std::uint64_t &out) {
-  try {
-    size_t pos = 0;
-    out = std::stoull(s, &pos, 10);
-    return pos == s.size() && !s.empty() && s[0] != '-';
-  } catch (...) {
-    return false;
+// The cpulist in sysfs file `abs`; an absent or unreadable file is the
+// read's error, a malformed one an input error naming the file.
+Result<CpuSet> read_cpulist(const Sysroot &root, const std::string &abs) {
+  auto txt = root.read(abs);
+  if (!txt) {
+    return txt.error();
   }
-}
-
-std::vector<unsigned> parse_cpus(std::string_view text) {
-  std::vector<unsigned> out;
-  std::string s(text);
-  s.erase(std::remove_if(s.begin(), s.end(), [](char c) { return c == '\n' || c == ' '; }), s.end());
-  size_t pos = 0;
-  while (pos < s.size()) {
-    const size_t end = std::min(s.find(',', pos), s.size());
-    const std::string part = s.substr(pos, end - pos);
-    const size_t dash = part.find('-');
-    try {
-      const unsigned a = static_cast<unsigned>(std::stoul(part.substr(0, dash)));
-      const unsigned b = dash == std::string::npos ? a : static_cast<unsigned>(std::stoul(part.substr(dash + 1)));
-      for (unsigned c = a; c <= b && c < 8192; ++c) {
-        out.push_back(c);
-      }
-    } catch (...) {
-    }
-    pos = end + 1;
-  }
-  return out;
-}
-
-std::string mask_normalize(std::string s) {
-  s.erase(std::remove_if(s.begin(), s.end(), [](char c) { return c == ',' || c == '\n' || c == ' '; }), s.end());
-  const size_t nz = s.find_first_not_of('0');
-  return nz == std::string::npos ? "0" : s.substr(nz);
+  return parse_cpuset(*txt, abs);
 }
 
 struct CoalAttr {
@@ -214,11 +188,11 @@ Result<NlAttr> attr_value(int attr, bool is_u8, const std::string &ifname, const
   if (is_u8) {
     return NlAttr{attr, v == "on" ? 1U : 0U, true};
   }
-  std::uint64_t n = 0;
-  if (!parse_num(v, n) || n > 0xffffffffULL) {
+  const auto n = parse_int<std::uint32_t>(v);
+  if (!n) {
     return input_error(ifname + ": " + key + ": invalid value '" + v + "'");
   }
-  return NlAttr{attr, static_cast<std::uint32_t>(n), false};
+  return NlAttr{attr, *n, false};
 }
 
 // Names of the bits set in a non-compact bitset (list mode).
@@ -492,8 +466,12 @@ const EthtoolGroup k_groups[] = {
 
 class LiveBackend final : public NicBackend {
 public:
-  LiveBackend(Sysroot root, std::vector<unsigned> feeders, std::unique_ptr<NetlinkTransport> nl)
-      : root_(std::move(root)), feeders_(std::move(feeders)), nl_(std::move(nl)) {}
+  LiveBackend(Sysroot root, const std::vector<unsigned> &feeders, std::unique_ptr<NetlinkTransport> nl)
+      : root_(std::move(root)), nl_(std::move(nl)) {
+    for (const unsigned c : feeders) {
+      feeders_.set(c);
+    }
+  }
 
   Result<std::vector<std::string>> interfaces() override {
     std::vector<std::string> out;
@@ -509,7 +487,9 @@ public:
     NicDevice d;
     d.name = ifname;
     probe_pci(d);
-    probe_sysfs_values(d);
+    if (auto st = probe_sysfs_values(d); !st) {
+      return st.error();
+    }
     if (auto st = probe_link(d); !st) {
       return st.error();
     }
@@ -555,18 +535,12 @@ public:
   }
 
   Result<std::vector<unsigned>> node_cpus(int node) override {
-    auto txt = node < 0 ? root_.read_value("/sys/devices/system/cpu/online")
-                        : root_.read_value("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
-    if (!txt) {
-      return txt.error();
+    auto cpus = read_cpulist(root_, node < 0 ? "/sys/devices/system/cpu/online"
+                                             : "/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+    if (!cpus) {
+      return cpus.error();
     }
-    std::vector<unsigned> out;
-    for (unsigned c : parse_cpus(*txt)) {
-      if (std::find(feeders_.begin(), feeders_.end(), c) == feeders_.end()) {
-        out.push_back(c);
-      }
-    }
-    return out;
+    return (*cpus - feeders_).cpus();
   }
 
   int irqbalance_pid() override {
@@ -602,16 +576,16 @@ public:
         pos = end + 1;
       }
     }
-    std::string cpus;
-    for (unsigned c : banned) {
-      cpus += (cpus.empty() ? "" : ",") + std::to_string(c);
+    CpuSet cpus;
+    for (const unsigned c : banned) {
+      cpus.set(c);
     }
     std::string args;
     for (int i : irqs) {
       args += (args.empty() ? "" : " ") + std::string("--banirq=") + std::to_string(i);
     }
-    text +=
-        "# written by mltunectl nic apply\nIRQBALANCE_BANNED_CPULIST=" + cpus + "\nIRQBALANCE_ARGS=\"" + args + "\"\n";
+    text += "# written by mltunectl nic apply\nIRQBALANCE_BANNED_CPULIST=" + cpus.str() + "\nIRQBALANCE_ARGS=\"" +
+            args + "\"\n";
     if (auto st = root_.write_file(conf, text); !st) {
       return st.error();
     }
@@ -621,16 +595,12 @@ public:
 
 private:
   static std::string read_host(const fs::path &p) {
-    std::error_code ec;
     std::string s;
     if (FILE *f = std::fopen(p.c_str(), "re")) {
       char buf[64];
       const size_t n = std::fread(buf, 1, sizeof(buf), f);
       std::fclose(f);
       s.assign(buf, n);
-    }
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) {
-      s.pop_back();
     }
     return s;
   }
@@ -652,7 +622,7 @@ private:
   // A refused SET: device, group and what was asked, then the kernel's word.
   static Error kernel_error(const std::string &ifname, const std::string &group, const NicValues &values,
                             const Error &e) {
-    return failure(ifname + ": " + group + " (" + describe(values) + "): " + e.message, e.sys_errno);
+    return with_context(e, ifname + ": " + group + " (" + describe(values) + ")");
   }
 
   // Driver, and the NUMA node and MSI IRQs of the PCI device, which for
@@ -681,23 +651,24 @@ private:
     }
     std::error_code ec2;
     if (fs::exists(dev / "numa_node", ec2)) {
-      std::uint64_t n = 0;
-      auto txt = read_host(dev / "numa_node");
-      d.numa_node = parse_num(txt, n) ? static_cast<int>(n) : -1;
+      // -1 when the platform does not say.
+      const auto n = parse_int<int>(trim(read_host(dev / "numa_node")));
+      d.numa_node = n && *n >= 0 ? *n : -1;
     }
     std::vector<int> irqs;
     for (const auto &e : want_irqs ? fs::directory_iterator(dev / "msi_irqs", ec2) : fs::directory_iterator()) {
-      std::uint64_t n = 0;
-      if (parse_num(e.path().filename().string(), n)) {
-        irqs.push_back(static_cast<int>(n));
+      if (const auto n = parse_int<int>(e.path().filename().string()); n && *n >= 0) {
+        irqs.push_back(*n);
       }
     }
     std::sort(irqs.begin(), irqs.end());
     d.irqs = irqs;
   }
 
-  // IRQ affinities and RPS settings (procfs, sysfs).
-  void probe_sysfs_values(NicDevice &d) const {
+  // IRQ affinities and RPS settings (procfs, sysfs); RPS masks in the form
+  // CpuSet::mask_str() gives them, as the plan does.  A malformed mask is an
+  // error naming its file.
+  Status probe_sysfs_values(NicDevice &d) const {
     const std::string base = "/sys/class/net/" + d.name;
     for (int irq : d.irqs) {
       if (auto v = root_.read_value("/proc/irq/" + std::to_string(irq) + "/smp_affinity_list")) {
@@ -709,13 +680,19 @@ private:
         continue;
       }
       d.rx_queues.push_back(q);
-      if (auto v = root_.read_value(base + "/queues/" + q + "/rps_cpus")) {
-        d.current["rps." + q + ".cpus"] = mask_normalize(*v);
+      const std::string mask_file = base + "/queues/" + q + "/rps_cpus";
+      if (auto v = root_.read(mask_file)) {
+        auto mask = parse_cpumask(*v, mask_file);
+        if (!mask) {
+          return mask.error();
+        }
+        d.current["rps." + q + ".cpus"] = mask->mask_str();
       }
       if (auto v = root_.read_value(base + "/queues/" + q + "/rps_flow_cnt")) {
         d.current["rps." + q + ".flow-cnt"] = *v;
       }
     }
+    return {};
   }
 
   Status probe_link(NicDevice &d) {
@@ -740,7 +717,7 @@ private:
       d.unsupported_groups.insert(group);
       return std::optional<NlAttrs>();
     }
-    return failure(d.name + ": " + tb.error().message, tb.error().sys_errno);
+    return with_context(tb.error(), d.name);
   }
 
   // Rings, channels, pause (with their maxima) and coalescing.
@@ -805,7 +782,7 @@ private:
         path = base + "/queues/" + q + "/" + (k.substr(dot + 1) == "cpus" ? "rps_cpus" : "rps_flow_cnt");
       }
       if (auto st = root_.write_value(path, v); !st) {
-        return failure(ifname + ": " + k + "=" + v + ": " + st.error().message, st.error().sys_errno);
+        return with_context(st.error(), ifname + ": " + k + "=" + v);
       }
     }
     return {};
@@ -814,15 +791,15 @@ private:
   Status set_link(const std::string &ifname, const NicValues &values) {
     std::optional<unsigned> mtu, txqlen;
     for (const auto &[k, v] : values) {
-      std::uint64_t n = 0;
-      if (!parse_num(v, n)) {
+      const auto n = parse_int<unsigned>(v);
+      if (!n) {
         return input_error(ifname + ": " + k + ": invalid value '" + v + "'");
       }
-      (k == "link.mtu" ? mtu : txqlen) = static_cast<unsigned>(n);
+      (k == "link.mtu" ? mtu : txqlen) = *n;
     }
     if (auto st = nl_->link_set(ifname, mtu, txqlen); !st) {
       if (st.error().sys_errno == 0) {
-        return failure(ifname + ": link: " + st.error().message);
+        return with_context(st.error(), ifname + ": link");
       }
       return kernel_error(ifname, "link", values, st.error());
     }
@@ -890,13 +867,13 @@ private:
       // Every feature name the kernel knows (ETH_SS_FEATURES), once.
       auto names = nl_->feature_names(ifname);
       if (!names) {
-        return failure(ifname + ": " + names.error().message, names.error().sys_errno);
+        return with_context(names.error(), ifname);
       }
       all_features_ = std::move(*names);
     }
     auto f = nl_->features_get(ifname);
     if (!f) {
-      return failure(ifname + ": " + f.error().message, f.error().sys_errno);
+      return with_context(f.error(), ifname);
     }
     for (const auto &n : all_features_) {
       if (n.empty()) {
@@ -912,7 +889,7 @@ private:
   }
 
   Sysroot root_;
-  std::vector<unsigned> feeders_;
+  CpuSet feeders_;
   std::unique_ptr<NetlinkTransport> nl_;
   std::optional<int> irqbalance_pid_;
   std::vector<std::string> all_features_;
@@ -928,24 +905,34 @@ Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport() {
   return std::unique_ptr<NetlinkTransport>(std::move(t));
 }
 
-std::unique_ptr<NicBackend> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders,
+std::unique_ptr<NicBackend> make_live_nic_backend(const Sysroot &root, const std::vector<unsigned> &feeders,
                                                   std::unique_ptr<NetlinkTransport> transport) {
-  return std::make_unique<LiveBackend>(root, std::move(feeders), std::move(transport));
+  return std::make_unique<LiveBackend>(root, feeders, std::move(transport));
 }
 
-Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root, std::vector<unsigned> feeders) {
+Result<std::unique_ptr<NicBackend>> make_live_nic_backend(const Sysroot &root, const std::vector<unsigned> &feeders) {
   auto t = make_netlink_transport();
   if (!t) {
     return t.error();
   }
-  return make_live_nic_backend(root, std::move(feeders), std::move(*t));
+  return make_live_nic_backend(root, feeders, std::move(*t));
+}
+
+Result<std::vector<unsigned>> nic_feeder_cpus(const Sysroot &root) {
+  const std::string file = "/sys/kernel/mltune/feeder/cpus";
+  if (!root.exists(file)) {
+    return std::vector<unsigned>{};
+  }
+  auto cpus = read_cpulist(root, file);
+  if (!cpus) {
+    return cpus.error();
+  }
+  return cpus->cpus();
 }
 
 std::vector<unsigned> nic_default_feeders(const Sysroot &root) {
-  if (auto v = root.read_value("/sys/kernel/mltune/feeder/cpus")) {
-    return parse_cpus(*v);
-  }
-  return {};
+  auto cpus = nic_feeder_cpus(root);
+  return cpus ? std::move(*cpus) : std::vector<unsigned>{};
 }
 
 } // namespace mltune

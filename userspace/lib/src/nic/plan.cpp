@@ -2,12 +2,13 @@
 // all-devices transaction.  Hardware-free; the kernel side is a NicBackend.
 #include "mltune/nic.hpp"
 
+#include "mltune/cpulist.hpp"
+#include "mltune/parse.hpp"
 #include "nic/plan_phases.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <charconv>
 #include <fnmatch.h>
 #include <ranges>
 
@@ -78,15 +79,6 @@ const KeySpec *find_key(std::string_view key) {
   return nullptr;
 }
 
-bool parse_u64(std::string_view s, std::uint64_t &out) {
-  if (s.empty() || s.size() > 20) {
-    return false;
-  }
-  const auto *end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, out);
-  return ec == std::errc() && p == end;
-}
-
 bool is_bool_word(std::string_view v) {
   return v == "on" || v == "off" || v == "true" || v == "false";
 }
@@ -114,22 +106,6 @@ std::uint64_t roundup_pow2(std::uint64_t v) {
     r <<= 1;
   }
   return r;
-}
-
-std::string hex_mask(const std::vector<unsigned> &cpus) {
-  if (cpus.empty()) {
-    return "0";
-  }
-  const unsigned top = *std::max_element(cpus.begin(), cpus.end());
-  std::vector<std::uint8_t> nibbles(top / 4 + 1, 0);
-  for (unsigned c : cpus) {
-    nibbles[c / 4] = static_cast<std::uint8_t>(nibbles[c / 4] | (1U << (c % 4)));
-  }
-  std::string s;
-  for (const auto n : std::views::reverse(nibbles)) {
-    s.push_back("0123456789abcdef"[n]);
-  }
-  return s;
 }
 
 // A device's wanted settings: every matching rule in order, later wins.
@@ -183,9 +159,8 @@ std::string nic_normalize_value(std::string_view v) {
   if (v == "false" || v == "off") {
     return "off";
   }
-  std::uint64_t n = 0;
-  if (parse_u64(v, n)) {
-    return std::to_string(n);
+  if (const auto n = parse_int<std::uint64_t>(v)) {
+    return std::to_string(*n);
   }
   return std::string(v);
 }
@@ -205,8 +180,7 @@ std::string nic_check_setting(std::string_view key, std::string_view value) {
   if (spec == nullptr) {
     return "unknown NIC setting '" + k + "'";
   }
-  std::uint64_t n = 0;
-  const bool num = parse_u64(value, n);
+  const auto num = parse_int<std::uint64_t>(value);
   switch (spec->kind) {
   case VKind::boolean:
     if (!is_bool_word(value)) {
@@ -239,10 +213,10 @@ std::string nic_check_setting(std::string_view key, std::string_view value) {
                                                           : R"(, "max" or "local")") +
              ", got '" + std::string(value) + "'";
     }
-    if (n > spec->limit) {
+    if (*num > spec->limit) {
       return k + ": " + std::string(value) + " is out of range (at most " + std::to_string(spec->limit) + ")";
     }
-    if (key == "link.mtu" && n < 68) {
+    if (key == "link.mtu" && *num < 68) {
       return k + ": " + std::string(value) + " is below the IPv4 minimum of 68";
     }
     return {};
@@ -391,8 +365,7 @@ Status plan_value(DeviceChanges &d, const std::string &key, const NicSetting &s,
     }
     to = std::to_string(v);
   } else if (spec->kind != VKind::boolean && mx != dev.max.end()) {
-    std::uint64_t n = 0;
-    if (parse_u64(to, n) && n > mx->second) {
+    if (const auto n = parse_int<std::uint64_t>(to); n && *n > mx->second) {
       return input_error(at + ": " + to + " exceeds the device maximum " + std::to_string(mx->second));
     }
   }
@@ -458,8 +431,7 @@ Status plan_rps(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals &totals
   std::uint64_t per_queue = 0;
   bool set_flow_cnt = false;
   if (fe != wanted.end()) {
-    std::uint64_t n = 0;
-    parse_u64(fe->second.value, n);
+    std::uint64_t n = parse_int<std::uint64_t>(fe->second.value).value_or(0);
     n = n == 0 ? 0 : roundup_pow2(n);
     totals.flow_entries = std::max(totals.flow_entries, n);
     totals.want_flow = true;
@@ -477,7 +449,11 @@ Status plan_rps(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals &totals
         if (!c) {
           return c.error();
         }
-        mask = hex_mask(*c);
+        CpuSet set;
+        for (const unsigned cpu : *c) {
+          set.set(cpu);
+        }
+        mask = set.mask_str();
       }
       if (dev.current.contains("rps." + q + ".cpus")) {
         d.change("rps." + q + ".cpus", mask, rps->second);

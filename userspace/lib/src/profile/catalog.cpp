@@ -3,8 +3,8 @@
 #include "mltune/parse.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
+#include <vector>
 
 namespace mltune {
 
@@ -81,6 +81,19 @@ constexpr CatalogEntry k_catalog[] = {
      "khugepaged compaction competes with the job for memory bandwidth"},
 };
 
+// The space-separated words of `s` ("min default max", a choice list).
+std::vector<std::string_view> words(std::string_view s) {
+  std::vector<std::string_view> out;
+  while (!s.empty()) {
+    const size_t end = std::min(s.find(' '), s.size());
+    if (end > 0) {
+      out.push_back(s.substr(0, end));
+    }
+    s.remove_prefix(std::min(end + 1, s.size()));
+  }
+  return out;
+}
+
 } // namespace
 
 std::string_view to_string(Severity s) {
@@ -118,31 +131,21 @@ std::optional<std::string> catalog_check(const CatalogEntry &e, std::string_view
   switch (e.type) {
   case integer: return range(value);
   case int_list: {
-    size_t count = 0;
-    size_t pos = 0;
-    while (pos < value.size()) {
-      const size_t end = std::min(value.find(' ', pos), value.size());
-      if (end > pos) {
-        if (auto err = range(value.substr(pos, end - pos))) {
-          return err;
-        }
-        ++count;
+    const auto ints = words(value);
+    for (const auto w : ints) {
+      if (auto err = range(w)) {
+        return err;
       }
-      pos = end + 1;
     }
-    if (count != 3) {
+    if (ints.size() != 3) {
       return "expected three integers \"min default max\", got '" + std::string(value) + "'";
     }
     return std::nullopt;
   }
   case choice: {
-    std::string_view c = e.choices;
-    while (!c.empty()) {
-      const size_t end = std::min(c.find(' '), c.size());
-      if (c.substr(0, end) == value) {
-        return std::nullopt;
-      }
-      c.remove_prefix(std::min(end + 1, c.size()));
+    const auto cs = words(e.choices);
+    if (std::find(cs.begin(), cs.end(), value) != cs.end()) {
+      return std::nullopt;
     }
     return "'" + std::string(value) + "' is not one of: " + std::string(e.choices);
   }

@@ -1,9 +1,9 @@
 #include "mltune/cpu_plan.hpp"
 
+#include "mltune/parse.hpp"
 #include "topology/cpu_plan_phases.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <map>
 #include <set>
@@ -432,18 +432,16 @@ Result<CpuSet> resolve_cpuset(std::string_view spec, const CpuPlan &plan) {
     return plan.online;
   }
   if (spec.rfind("feeder:", 0) == 0) {
-    const std::string_view n = spec.substr(7);
-    unsigned idx = 0;
-    const auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), idx);
-    if (n.empty() || ec != std::errc{} || ptr != n.data() + n.size()) {
+    const auto idx = parse_int<unsigned>(spec.substr(7));
+    if (!idx) {
       return input_error("'" + std::string(spec) + "': expected feeder:GPU_INDEX");
     }
     for (const auto &g : plan.gpus) {
-      if (g.gpu == idx) {
+      if (g.gpu == *idx) {
         return g.feeder;
       }
     }
-    return input_error("'" + std::string(spec) + "': the plan has no GPU " + std::to_string(idx) + " (" +
+    return input_error("'" + std::string(spec) + "': the plan has no GPU " + std::to_string(*idx) + " (" +
                        std::to_string(plan.gpus.size()) + " GPUs planned)");
   }
   if (spec.rfind("nic:", 0) == 0) {

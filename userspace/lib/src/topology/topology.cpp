@@ -1,9 +1,9 @@
 #include "mltune/topology.hpp"
 
+#include "mltune/parse.hpp"
 #include "topology/topology_phases.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,36 +29,16 @@ bool Topology::smt() const {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-std::optional<long long> to_int(std::string_view s) {
-  s = trim(s);
-  long long v = 0;
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) {
-    return std::nullopt;
-  }
-  return v;
-}
-
 // "node12" -> 12 for names PREFIX<digits>.
 std::optional<int> suffix_number(std::string_view name, std::string_view prefix) {
   if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) {
     return std::nullopt;
   }
-  auto v = to_int(name.substr(prefix.size()));
+  auto v = parse_int<int>(name.substr(prefix.size()));
   if (!v || *v < 0 || *v > 1 << 20) {
     return std::nullopt;
   }
-  return static_cast<int>(*v);
+  return *v;
 }
 
 bool is_pci_address(std::string_view s) {
@@ -99,7 +79,7 @@ public:
     if (!s) {
       return std::nullopt;
     }
-    auto v = to_int(*s);
+    auto v = parse_int<long long>(*s); // text() trimmed it
     if (!v) {
       warn(abs + ": expected an integer, got '" + s->substr(0, 40) + "'");
     }
@@ -192,15 +172,15 @@ std::unordered_map<unsigned, std::string> irq_names(const Sysroot &root) {
     if (colon == std::string_view::npos) {
       continue;
     }
-    auto irq = to_int(l.substr(0, colon));
-    if (!irq || *irq < 0) {
+    auto irq = parse_int<unsigned>(trim(l.substr(0, colon)));
+    if (!irq) {
       continue; // NMI, LOC, header ...
     }
     const auto last = l.find_last_of(" \t");
     if (last == std::string_view::npos || last < colon) {
       continue;
     }
-    out[static_cast<unsigned>(*irq)] = std::string(l.substr(last + 1));
+    out[*irq] = std::string(l.substr(last + 1));
   }
   return out;
 }
@@ -254,7 +234,7 @@ Status read_online_cpus(const Sysroot &root, Topology &t) {
   const std::string online_path = "/sys/devices/system/cpu/online";
   auto online_text = root.read(online_path);
   if (!online_text) {
-    return failure("cannot describe the machine: " + online_text.error().message, online_text.error().sys_errno);
+    return with_context(online_text.error(), "cannot describe the machine");
   }
   auto online = parse_cpuset(*online_text, online_path);
   if (!online) {
@@ -355,8 +335,8 @@ void read_node_meminfo(const Sysroot &root, Reader &rd, const std::string &dir, 
   if (v.size() > 3 && v.substr(v.size() - 2) == "kB") {
     v = trim(v.substr(0, v.size() - 2));
   }
-  if (auto kb = to_int(v); kb && *kb >= 0) {
-    n.mem_total_kb = static_cast<std::uint64_t>(*kb);
+  if (auto kb = parse_int<std::uint64_t>(v)) {
+    n.mem_total_kb = *kb;
   } else {
     rd.warn(dir + "/meminfo: cannot parse MemTotal");
   }
@@ -372,13 +352,13 @@ void read_node_distances(Reader &rd, const std::string &dir, size_t nnodes, Numa
     const auto sp = s.find(' ');
     const std::string_view tok = s.substr(0, sp);
     if (!tok.empty()) {
-      auto v = to_int(tok);
+      auto v = parse_int<int>(trim(tok));
       if (!v || *v < 0 || *v > 255) {
         rd.warn(dir + "/distance: invalid entry '" + std::string(tok.substr(0, 20)) + "'");
         n.distances.clear();
         break;
       }
-      n.distances.push_back(static_cast<int>(*v));
+      n.distances.push_back(*v);
     }
     if (sp == std::string_view::npos) {
       break;
@@ -529,8 +509,8 @@ namespace {
 std::vector<unsigned> pci_irqs(const Sysroot &root, Reader &rd, const std::string &pcidev) {
   std::vector<unsigned> irqs;
   for (const auto &m : root.list_dir(pcidev + "/msi_irqs")) {
-    if (auto v = to_int(m); v && *v >= 0) {
-      irqs.push_back(static_cast<unsigned>(*v));
+    if (auto v = parse_int<unsigned>(m)) {
+      irqs.push_back(*v);
     } else {
       rd.warn(pcidev + "/msi_irqs/" + m + ": not an IRQ number");
     }
