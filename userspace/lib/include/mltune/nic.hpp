@@ -175,9 +175,6 @@ std::unique_ptr<NicBackend> make_live_nic_backend(const Sysroot &root, const std
 // (none when absent); a file that cannot be read or is not a cpulist is an
 // error naming it.
 Result<std::vector<unsigned>> nic_feeder_cpus(const Sysroot &root);
-// nic_feeder_cpus(), with an unreadable or malformed file taken as no feeder
-// CPUs (for callers without an error path).
-std::vector<unsigned> nic_default_feeders(const Sysroot &root);
 
 // ---- planning ---------------------------------------------------------------
 

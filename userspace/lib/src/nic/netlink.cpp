@@ -930,9 +930,4 @@ Result<std::vector<unsigned>> nic_feeder_cpus(const Sysroot &root) {
   return cpus->cpus();
 }
 
-std::vector<unsigned> nic_default_feeders(const Sysroot &root) {
-  auto cpus = nic_feeder_cpus(root);
-  return cpus ? std::move(*cpus) : std::vector<unsigned>{};
-}
-
 } // namespace mltune

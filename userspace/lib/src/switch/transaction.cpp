@@ -153,7 +153,11 @@ Status NicStep::plan() {
     return {};
   }
   if (!backend_) {
-    auto be = make_live_nic_backend(root_, nic_default_feeders(root_));
+    auto feeders = nic_feeder_cpus(root_);
+    if (!feeders) {
+      return feeders.error();
+    }
+    auto be = make_live_nic_backend(root_, *feeders);
     if (!be) {
       return be.error();
     }
