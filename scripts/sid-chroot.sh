@@ -32,17 +32,18 @@ ensure() {
 	echo "$dir"
 }
 
+# The mounts live in a private mount namespace of this run (unshare -m), so
+# runs from several source trees at once each see their own /src, and a run
+# that is killed leaves no mount behind.
 run() {
-	local k=$1 dir rc=0; shift
+	local k=$1 dir; shift
 	dir=$(ensure "$k")
 	local src=${MLTUNE_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 	mkdir -p "$dir/src"
-	mountpoint -q "$dir/proc" || mount -t proc proc "$dir/proc"
-	mountpoint -q "$dir/src" || mount --bind "$src" "$dir/src"
-	chroot "$dir" /bin/sh -c 'cd /src && "$@"' sh "$@" || rc=$?
-	umount "$dir/src" 2>/dev/null || umount -l "$dir/src"
-	umount "$dir/proc" 2>/dev/null || umount -l "$dir/proc"
-	return $rc
+	unshare -m --propagation private /bin/sh -c '
+		dir=$1 src=$2; shift 2
+		mount -t proc proc "$dir/proc" && mount --bind "$src" "$dir/src" || exit 1
+		exec chroot "$dir" /bin/sh -c '\''cd /src && "$@"'\'' sh "$@"' sh "$dir" "$src" "$@"
 }
 
 case ${1:-} in
