@@ -35,6 +35,7 @@ char _license[] SEC("license") = "GPL";
 /* hrtimer functions that name a local timer interrupt's cause (0 if absent). */
 extern const void hrtimer_wakeup __ksym __weak;
 extern const void dl_task_timer __ksym __weak;
+extern const void inactive_task_timer __ksym __weak;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -249,12 +250,18 @@ int BPF_PROG(noise_hrtimer_expire, struct hrtimer *timer)
 		return 0;
 	fn = (u64)BPF_CORE_READ(timer, function);
 	addr = (u64)timer;
-	if (fn && fn == (u64)&dl_task_timer &&
+	/* The deadline timers of a sched_dl_entity: the fair server's or a task's? */
+	if (fn && (fn == (u64)&dl_task_timer || fn == (u64)&inactive_task_timer) &&
 	    bpf_core_field_exists(struct sched_dl_entity, dl_server)) {
 		struct sched_dl_entity *dl;
 
-		dl = (void *)(addr - bpf_core_field_offset(struct sched_dl_entity, dl_timer));
+		if (fn == (u64)&dl_task_timer)
+			addr -= bpf_core_field_offset(struct sched_dl_entity, dl_timer);
+		else
+			addr -= bpf_core_field_offset(struct sched_dl_entity, inactive_timer);
+		dl = (void *)addr;
 		dl_server = BPF_CORE_READ_BITFIELD_PROBED(dl, dl_server);
+		addr = (u64)timer;
 	}
 	if (c->enabled) {
 		if (dl_server)

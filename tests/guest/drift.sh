@@ -8,7 +8,7 @@
 # kernel refuses leaves no record; `drift stop` removes the watcher.
 . "$(dirname "$0")/lib.sh"
 CTL=${MLTUNECTL:-/usr/sbin/mltunectl}
-t_plan 10
+t_plan 9
 
 [ -x "$CTL" ] || { t_diag "mltunectl missing"; exit 4; }
 PLANT=$(command -v noise_plant) || { t_diag "noise_plant missing (--bin build/userspace/noise_plant)"; exit 4; }
