@@ -70,8 +70,8 @@ void register_drift(CLI::App &app, Context &ctx) {
         *ctx.out << "drift watcher: " << (s->running ? "running" : "not running")
                  << (s->built ? "" : " (this mltunectl was built without BPF)") << "\n";
         if (s->running) {
-          *ctx.out << "since: " << (s->started.empty() ? "unknown" : s->started) << "\nrecords: " << s->records.value_or(0)
-                   << "\n";
+          *ctx.out << "since: " << (s->started.empty() ? "unknown" : s->started)
+                   << "\nrecords: " << s->records.value_or(0) << "\n";
           if (!s->missing.empty()) {
             *ctx.out << "not watched on this kernel: " << s->missing << "\n";
           }

@@ -126,7 +126,8 @@ nlohmann::json noise_json(const NoiseReport &r) {
     }
     nlohmann::json det = nlohmann::json::array();
     for (const auto &d : c.details) {
-      det.push_back({{"what", d.what}, {"function", d.function}, {"count", d.count}, {"known", d.known}, {"fix", d.fix}});
+      det.push_back(
+          {{"what", d.what}, {"function", d.function}, {"count", d.count}, {"known", d.known}, {"fix", d.fix}});
     }
     cpus.push_back({{"cpu", c.cpu},
                     {"interruptions", c.interruptions},
@@ -136,9 +137,9 @@ nlohmann::json noise_json(const NoiseReport &r) {
                     {"sources", src},
                     {"details", det}});
   }
-  return {{"probe", r.probe}, {"fallback", r.fallback}, {"missing", r.missing},   {"seconds", r.seconds},
-          {"cpus", r.cpus.str()}, {"own_cgroup", r.own_cgroup}, {"dropped", r.dropped}, {"notes", r.notes},
-          {"per_cpu", cpus}};
+  return {{"probe", r.probe},     {"fallback", r.fallback}, {"missing", r.missing},
+          {"seconds", r.seconds}, {"cpus", r.cpus.str()},   {"own_cgroup", r.own_cgroup},
+          {"dropped", r.dropped}, {"notes", r.notes},       {"per_cpu", cpus}};
 }
 
 Result<CpuSet> noise_cpus(const Sysroot &root, const std::string &spec) {

@@ -26,8 +26,8 @@ constexpr unsigned k_cgroup2 = 0x63677270;
 
 // A record of `comm` (pid) writing `value` to the file whose path
 // components (root first) are `parts`.
-mltune_drift_rec rec(unsigned magic, std::vector<std::string> parts, const char *comm, unsigned pid,
-                     const char *value, unsigned op, unsigned long long seq) {
+mltune_drift_rec rec(unsigned magic, std::vector<std::string> parts, const char *comm, unsigned pid, const char *value,
+                     unsigned op, unsigned long long seq) {
   mltune_drift_rec r{};
   r.magic = magic;
   r.op = op;
@@ -73,8 +73,8 @@ TEST_F(UtcTime, RecordsBecomeWrites) {
   EXPECT_EQ(describe(w), "mlt-writer (pid 812) wrote '60' (was '1') at 2026-11-25 10:02:13");
 
   const auto s = drift_write_of(k_file,
-                                rec(k_sysfs, {"kernel", "mm", "transparent_hugepage", "defrag"}, "tuned", 40,
-                                    "always", MLTUNE_DRIFT_OP_KERNFS, 8),
+                                rec(k_sysfs, {"kernel", "mm", "transparent_hugepage", "defrag"}, "tuned", 40, "always",
+                                    MLTUNE_DRIFT_OP_KERNFS, 8),
                                 0, {{77, "/system.slice/tuned.service"}});
   EXPECT_EQ(s.op, "sysfs");
   EXPECT_EQ(s.path, "/sys/kernel/mm/transparent_hugepage/defrag");

@@ -206,8 +206,8 @@ TEST(NoiseMeasure, FallsBackToProcAndSaysWhy) {
     return {};
   };
   // BPF not built / not loadable: the reason is kept.
-  auto r = measure_noise(n.fake.root(), opt, nullptr, "this mltunectl was built without the BPF toolchain", *proc,
-                         window);
+  auto r =
+      measure_noise(n.fake.root(), opt, nullptr, "this mltunectl was built without the BPF toolchain", *proc, window);
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_EQ(r->probe, "proc");
   EXPECT_EQ(r->fallback, "this mltunectl was built without the BPF toolchain");
@@ -340,8 +340,8 @@ TEST(NoiseBpf, TaskRunningWhenTheWindowClosesIsCharged) {
   s.task_pid = 99;
   s.task_tgid = 98;
   std::strncpy(s.task_comm, "busy", sizeof s.task_comm - 1);
-  s.task_ts = 500;    // before the window: charged from start_ns
-  s.hard_ns = 3000;   // hardirqs while it ran
+  s.task_ts = 500;  // before the window: charged from start_ns
+  s.hard_ns = 3000; // hardirqs while it ran
   s.task_hard_base = 1000;
   s.soft_ns = 700;
   s.task_soft_base = 200;
@@ -378,8 +378,8 @@ TEST(NoiseFindings, OffendersOverBudgetWithConcreteFixes) {
   raw.entries.push_back(bpf_entry(3, MLTUNE_NOISE_TIMER, 0x10, 10, 2000));
   raw.entries.push_back(bpf_entry(2, MLTUNE_NOISE_HRTIMER_DL_SERVER, 0, 40, 0));
   FakeSysroot fake;
-  const NoiseReport r = build_noise_report(fake.root(), raw, cpus("2-3"), 10, "/mltune-feeder",
-                                           {{0x10, "tick_nohz_handler"}});
+  const NoiseReport r =
+      build_noise_report(fake.root(), raw, cpus("2-3"), 10, "/mltune-feeder", {{0x10, "tick_nohz_handler"}});
   const auto f = noise_findings(r, 100);
   ASSERT_EQ(f.size(), 4U);
   EXPECT_EQ(f[0].id, "noise:cpu2");

@@ -65,9 +65,9 @@ struct DriftStatus {
   bool built = false;   // this mltunectl has the watcher
   bool running = false; // pinned in bpffs
   std::string pin_dir;
-  std::string started;                // local time of drift_start ("" unknown)
-  std::string missing;                // programs this kernel has no hook for
-  std::optional<size_t> records;      // writes recorded (when running)
+  std::string started;           // local time of drift_start ("" unknown)
+  std::string missing;           // programs this kernel has no hook for
+  std::optional<size_t> records; // writes recorded (when running)
 };
 
 bool drift_built();

@@ -45,22 +45,22 @@ std::string_view to_string(NoiseKind k);
 
 struct NoiseSource {
   NoiseKind kind = NoiseKind::irq;
-  std::string id;   // stable: "irq:25", "timer:tick_nohz_handler", "timer-task:812", "ipi:reschedule",
-                    // "softirq:NET_RX", "task:812"
-  std::string name; // for people: "IRQ 25 virtio2-input.0", "local timer: scheduler tick", "task kworker/2:1"
-  int irq = -1;     // irq
-  int pid = 0;      // task, timer-task: thread id
-  int tgid = 0;     // task: process id
-  std::string comm; // task, timer-task
+  std::string id;     // stable: "irq:25", "timer:tick_nohz_handler", "timer-task:812", "ipi:reschedule",
+                      // "softirq:NET_RX", "task:812"
+  std::string name;   // for people: "IRQ 25 virtio2-input.0", "local timer: scheduler tick", "task kworker/2:1"
+  int irq = -1;       // irq
+  int pid = 0;        // task, timer-task: thread id
+  int tgid = 0;       // task: process id
+  std::string comm;   // task, timer-task
   std::string cgroup; // task: cgroup v2 path ("" unknown)
   bool kthread = false;
-  bool own = false;          // the CPU's own work (own_cgroup): not noise
-  bool interruption = true;  // false for softirqs
-  std::uint64_t count = 0;   // occurrences (tasks: switch-ins in the window)
+  bool own = false;                // the CPU's own work (own_cgroup): not noise
+  bool interruption = true;        // false for softirqs
+  std::uint64_t count = 0;         // occurrences (tasks: switch-ins in the window)
   std::optional<std::uint64_t> ns; // CPU time, nested interruptions excluded (nullopt: unknown)
-  std::uint64_t bh_ns = 0;   // softirqs run on this interruption's exit
-  std::string known;         // the known noise source it is, "" when none
-  std::string fix;           // what removes it
+  std::uint64_t bh_ns = 0;         // softirqs run on this interruption's exit
+  std::string known;               // the known noise source it is, "" when none
+  std::string fix;                 // what removes it
   // Ranking weight: time taken (with its softirqs) where known, else count.
   [[nodiscard]] std::uint64_t cost() const { return ns ? *ns + bh_ns : count; }
 };
@@ -77,9 +77,9 @@ struct NoiseDetail {
 
 struct CpuNoise {
   unsigned cpu = 0;
-  std::vector<NoiseSource> sources; // worst first (by cost() where every interruption has a time, else by
-                                    // count), softirqs after them, own work last
-  std::vector<NoiseDetail> details; // most frequent first
+  std::vector<NoiseSource> sources;      // worst first (by cost() where every interruption has a time, else by
+                                         // count), softirqs after them, own work last
+  std::vector<NoiseDetail> details;      // most frequent first
   std::optional<std::uint64_t> switches; // sched_switch events (BPF only)
   std::uint64_t interruptions = 0;       // foreign ones (not own, not softirqs)
   double per_second = 0;                 // interruptions / window
@@ -157,9 +157,9 @@ bool noise_bpf_built();
 // ---- measuring -------------------------------------------------------------
 
 struct NoiseOptions {
-  CpuSet cpus;                   // empty: every online CPU
-  double seconds = 1;            // the window, unless `exec` is given
-  std::string probe = "auto";    // "auto" (BPF, else /proc), "bpf" or "proc"
+  CpuSet cpus;                // empty: every online CPU
+  double seconds = 1;         // the window, unless `exec` is given
+  std::string probe = "auto"; // "auto" (BPF, else /proc), "bpf" or "proc"
   std::string own_cgroup = "/mltune-feeder";
   std::vector<std::string> exec; // the window is this command's run (its exit status is kept)
 };

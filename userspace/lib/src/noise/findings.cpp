@@ -61,11 +61,8 @@ std::vector<Finding> noise_findings(const NoiseReport &r, double budget, size_t 
         std::snprintf(buf, sizeof buf, ", %.3f ms", static_cast<double>(*s->ns + s->bh_ns) / 1e6);
         current += buf;
       }
-      out.push_back({"noise:cpu" + std::to_string(c.cpu) + ":" + s->id,
-                     "noise",
-                     Severity::warning,
-                     current + ": " + s->name,
-                     "none on " + where,
+      out.push_back({"noise:cpu" + std::to_string(c.cpu) + ":" + s->id, "noise", Severity::warning,
+                     current + ": " + s->name, "none on " + where,
                      s->known.empty() ? "interrupts " + where : s->known + " interrupts " + where,
                      concrete(s->fix, c.cpu, cpus)});
     }
@@ -76,13 +73,9 @@ std::vector<Finding> noise_findings(const NoiseReport &r, double budget, size_t 
       if (d.known.empty() || per_s < 1) {
         continue;
       }
-      out.push_back({"noise:cpu" + std::to_string(c.cpu) + ":" + d.what + ":" + d.function,
-                     "noise",
-                     Severity::info,
-                     rate(per_s) + ": " + d.what + " " + d.function,
-                     "none on " + where,
-                     d.known + " runs inside the interruptions of " + where,
-                     concrete(d.fix, c.cpu, cpus)});
+      out.push_back({"noise:cpu" + std::to_string(c.cpu) + ":" + d.what + ":" + d.function, "noise", Severity::info,
+                     rate(per_s) + ": " + d.what + " " + d.function, "none on " + where,
+                     d.known + " runs inside the interruptions of " + where, concrete(d.fix, c.cpu, cpus)});
     }
   }
   return out;

@@ -30,8 +30,9 @@ constexpr std::array k_functions{
           {"SCHED_DEADLINE replenishment timer",
            "the CPU's own deadline tasks (e.g. NCCL proxy threads) need it; a foreign deadline task: move it"}},
     Entry{"inactive_task_timer", {"SCHED_DEADLINE bandwidth reclaim timer", "follows the deadline tasks on the CPU"}},
-    Entry{"hrtimer_wakeup",
-          {"a task's sleep timeout (nanosleep, poll, futex)", "move the sleeping task: its timers fire where it sleeps"}},
+    Entry{
+        "hrtimer_wakeup",
+        {"a task's sleep timeout (nanosleep, poll, futex)", "move the sleeping task: its timers fire where it sleeps"}},
     Entry{"watchdog_timer_fn",
           {"soft-lockup watchdog",
            "sysctl kernel.watchdog_cpumask=HOUSEKEEPING (nohz_full CPUs are left out by default), or nosoftlockup"}},
@@ -82,8 +83,10 @@ constexpr std::array k_comms{
 // Softirq vectors (/proc/softirqs names).
 constexpr std::array k_softirqs{
     Entry{"TIMER", {"timer wheel callbacks", "see the timer callbacks; nohz_full CPUs defer most of them"}},
-    Entry{"RCU", {"RCU callback processing", "rcu_nocbs=CPUS (mltunectl boot) offloads the callbacks to rcuo kthreads"}},
-    Entry{"SCHED", {"scheduler load balancing", "a cpuset partition or isolcpus=domain takes the CPU out of balancing"}},
+    Entry{"RCU",
+          {"RCU callback processing", "rcu_nocbs=CPUS (mltunectl boot) offloads the callbacks to rcuo kthreads"}},
+    Entry{"SCHED",
+          {"scheduler load balancing", "a cpuset partition or isolcpus=domain takes the CPU out of balancing"}},
     Entry{"NET_RX", {"network receive", "move the NIC's queue IRQs and RPS off the CPU (mltunectl nic, feeder on)"}},
     Entry{"NET_TX", {"network transmit completion", "move the NIC's queue IRQs off the CPU"}},
     Entry{"BLOCK", {"block I/O completion", "move the disk's IRQs off the CPU"}},
@@ -147,8 +150,7 @@ std::optional<KnownNoise> known_noise(const NoiseSource &s) {
       return k_dl_server;
     }
     if (s.id == "timer:0") {
-      return KnownNoise{"local timer interrupt that expired no hrtimer (periodic tick, early or spurious)",
-                        k_tick_fix};
+      return KnownNoise{"local timer interrupt that expired no hrtimer (periodic tick, early or spurious)", k_tick_fix};
     }
     return find(k_functions, after_colon(s.id));
   case NoiseKind::task: return find(k_comms, s.comm);

@@ -50,8 +50,8 @@ namespace {
 constexpr unsigned k_pf_kthread = 0x00200000;
 
 // Softirq vector names in the kernel's order (include/linux/interrupt.h).
-constexpr std::string_view k_softirq_names[] = {"HI",    "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
-                                                "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"};
+constexpr std::string_view k_softirq_names[] = {"HI",       "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
+                                                "IRQ_POLL", "TASKLET", "SCHED",  "HRTIMER", "RCU"};
 
 struct VecName {
   NoiseKind kind;
@@ -120,8 +120,7 @@ void name_known(NoiseSource &s) {
 
 // One raw entry as a source (false: a detail, added to `details` instead).
 bool to_source(const RawNoiseEntry &e, const std::map<std::uint64_t, std::string> &syms,
-               const std::map<std::uint64_t, std::string> &cgroups, NoiseSource &s,
-               std::vector<NoiseDetail> &details) {
+               const std::map<std::uint64_t, std::string> &cgroups, NoiseSource &s, std::vector<NoiseDetail> &details) {
   s.count = e.count;
   s.ns = e.ns;
   s.bh_ns = e.bh_ns;
@@ -202,13 +201,13 @@ bool to_source(const RawNoiseEntry &e, const std::map<std::uint64_t, std::string
     s.name = (s.kthread ? "kthread " : "task ") + e.name + " (pid " + std::to_string(e.id) + ")";
     break;
   }
-  case RawKind::hrtimer_dl_server:
-    details.push_back({"hrtimer", "dl_server", e.count, {}, {}});
-    return false;
+  case RawKind::hrtimer_dl_server: details.push_back({"hrtimer", "dl_server", e.count, {}, {}}); return false;
   case RawKind::hrtimer:
   case RawKind::work:
   case RawKind::timer_cb: {
-    NoiseDetail d{e.kind == RawKind::hrtimer ? "hrtimer" : e.kind == RawKind::work ? "work" : "timer",
+    NoiseDetail d{e.kind == RawKind::hrtimer ? "hrtimer"
+                  : e.kind == RawKind::work  ? "work"
+                                             : "timer",
                   fn_name(syms, e.id),
                   e.count,
                   {},
@@ -434,8 +433,7 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
     std::this_thread::sleep_for(std::chrono::duration<double>(opt.seconds));
     return {};
   };
-  return measure_noise(root, opt, bpf ? bpf->get() : nullptr, bpf ? std::string() : bpf.error().message, *proc,
-                       window);
+  return measure_noise(root, opt, bpf ? bpf->get() : nullptr, bpf ? std::string() : bpf.error().message, *proc, window);
 }
 
 } // namespace mltune
