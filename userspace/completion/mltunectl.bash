@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist nic topology plan boot sched watch pool feeder"
+	local commands="profile audit verify diff switch persist nic topology plan boot sched watch pool feeder noise drift"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -29,13 +29,18 @@ _mltunectl() {
 	--sysroot) _filedir -d; return ;;
 	--backend | -b) COMPREPLY=($(compgen -W "auto kernel direct" -- "$cur")); return ;;
 	--profile | -p) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); return ;;
+	--probe) COMPREPLY=($(compgen -W "auto bpf proc" -- "$cur")); return ;;
+	--path) _filedir; return ;;
 	esac
 
 	if [[ $cur == -* ]]; then
 		local opts=$globals
 		case $cmd in
 		switch) opts+=" --backend" ;;
-		audit) opts+=" --profile" ;;
+		audit) opts+=" --profile --noise --noise-budget" ;;
+		noise) opts+=" --cpus --duration --probe --own-cgroup --top" ;;
+		drift) [[ $sub == show ]] && opts+=" --path --tid" ;;
+		feeder) [[ $sub == status ]] && opts+=" --noise --budget" ;;
 		persist) opts+=" --profile --remove" ;;
 		sched) [[ $sub == reset ]] && opts+=" --pid" || opts+=" --profile --pid --feeder"; [[ $sub == watch ]] && opts+=" --duration --rt-priority" ;;
 		watch) opts+=" --profile --pid --feeder --duration --rt-priority" ;;
@@ -67,6 +72,7 @@ _mltunectl() {
 		;;
 	boot) [[ -z $sub ]] && COMPREPLY=($(compgen -W "show apply verify remove" -- "$cur")) ;;
 	pool) [[ -z $sub ]] && COMPREPLY=($(compgen -W "status reserve release" -- "$cur")) ;;
+	drift) [[ -z $sub ]] && COMPREPLY=($(compgen -W "start stop status show" -- "$cur")) ;;
 	feeder)
 		case $sub in
 		"") COMPREPLY=($(compgen -W "status on off run" -- "$cur")) ;;
