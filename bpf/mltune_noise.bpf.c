@@ -196,17 +196,17 @@ int BPF_PROG(noise_irq_exit, int irq, struct irqaction *action, int ret)
 
 /* ---- APIC vectors ---------------------------------------------------------- */
 
-#define VECTOR(tp, id)							\
+#define VECTOR(tp, vec)							\
 SEC("tp_btf/" #tp "_entry")						\
 int BPF_PROG(noise_##tp##_entry, int vector)				\
 {									\
-	start_hard(MLTUNE_NOISE_VECTOR, id);				\
+	start_hard(MLTUNE_NOISE_VECTOR, vec);				\
 	return 0;							\
 }									\
 SEC("tp_btf/" #tp "_exit")						\
 int BPF_PROG(noise_##tp##_exit, int vector)				\
 {									\
-	end_hard(MLTUNE_NOISE_VECTOR, id, NULL, false);			\
+	end_hard(MLTUNE_NOISE_VECTOR, vec, NULL, false);		\
 	return 0;							\
 }
 
@@ -377,7 +377,8 @@ int BPF_PROG(noise_sched_switch, bool preempt, struct task_struct *prev,
 		pid = BPF_CORE_READ(prev, pid);
 		if (s->task_pid && s->task_pid == pid && s->task_ts) {
 			dur = since(s->task_ts, c, now);
-			nested = (s->hard_ns - s->task_hard_base) + (s->soft_ns - s->task_soft_base);
+			nested = s->hard_ns - s->task_hard_base;
+			nested += s->soft_ns - s->task_soft_base;
 			dur = dur > nested ? dur - nested : 0;
 			v = task_entry(s, cpu);
 			if (v)

@@ -25,22 +25,31 @@
 
 /* struct mltune_noise_key.kind */
 enum mltune_noise_kind {
-	MLTUNE_NOISE_IRQ = 1,      /* device IRQ; id: IRQ number, name: its action */
-	MLTUNE_NOISE_VECTOR,       /* IPI or APIC vector; id: enum mltune_noise_vec */
-	MLTUNE_NOISE_TIMER,        /* local timer interrupt, by the first hrtimer it
-				    * expired; id: its function (0: none expired) */
-	MLTUNE_NOISE_TIMER_TASK,   /* ... whose first expiry woke a task
-				    * (hrtimer_wakeup); id: pid, name: comm */
-	MLTUNE_NOISE_TIMER_DL_SERVER, /* ... whose first expiry was the timer of
-				       * the fair deadline server; id: 0 */
-	MLTUNE_NOISE_SOFTIRQ,      /* id: softirq vector number */
-	MLTUNE_NOISE_TASK,         /* a task switched in; id: pid, name: comm */
+	/* device IRQ; id: IRQ number, name: its action */
+	MLTUNE_NOISE_IRQ = 1,
+	/* IPI or APIC vector; id: enum mltune_noise_vec */
+	MLTUNE_NOISE_VECTOR,
+	/* local timer interrupt, by the first hrtimer it expired; id: its
+	 * function (0: none expired)
+	 */
+	MLTUNE_NOISE_TIMER,
+	/* ... whose first expiry woke a task (hrtimer_wakeup); id: pid, name: comm */
+	MLTUNE_NOISE_TIMER_TASK,
+	/* ... whose first expiry was the fair deadline server's timer; id: 0 */
+	MLTUNE_NOISE_TIMER_DL_SERVER,
+	/* softirq; id: its vector number */
+	MLTUNE_NOISE_SOFTIRQ,
+	/* a task switched in; id: pid, name: comm */
+	MLTUNE_NOISE_TASK,
 	/* Details: what ran inside the above (counts only, not interruptions). */
-	MLTUNE_NOISE_HRTIMER,      /* every hrtimer expiry; id: function */
-	MLTUNE_NOISE_WORK,         /* work item run by a kworker; id: function */
-	MLTUNE_NOISE_TIMER_CB,     /* timer wheel callback; id: function */
-	MLTUNE_NOISE_HRTIMER_DL_SERVER, /* expiry of the fair deadline server's
-					 * timer (an hrtimer detail); id: 0 */
+	/* every hrtimer expiry (but the deadline server's); id: function */
+	MLTUNE_NOISE_HRTIMER,
+	/* work item run by a kworker; id: function */
+	MLTUNE_NOISE_WORK,
+	/* timer wheel callback; id: function */
+	MLTUNE_NOISE_TIMER_CB,
+	/* expiry of the fair deadline server's timers; id: 0 */
+	MLTUNE_NOISE_HRTIMER_DL_SERVER,
 };
 
 /* struct mltune_noise_key.id for MLTUNE_NOISE_VECTOR */

@@ -195,7 +195,8 @@ int mltune_noise_open(struct mltune_noise **out, const struct mltune_noise_cfg *
 		goto out;
 	ret = mltune_noise_bpf__load(n->skel);
 	if (ret) {
-		fail(err, errlen, ret, "load the noise BPF programs (verifier): %s", strerror(-ret));
+		fail(err, errlen, ret, "load the noise BPF programs (verifier): %s",
+		     strerror(-ret));
 		goto out;
 	}
 	ret = mltune_noise_set_cfg(n, cfg, err, errlen);
@@ -329,7 +330,8 @@ int mltune_drift_start(const char *pin_dir, const struct mltune_drift_cfg *cfg,
 		goto out;
 	ret = mltune_drift_bpf__load(skel);
 	if (ret) {
-		fail(err, errlen, ret, "load the drift BPF programs (verifier): %s", strerror(-ret));
+		fail(err, errlen, ret, "load the drift BPF programs (verifier): %s",
+		     strerror(-ret));
 		goto out;
 	}
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &zero, cfg, BPF_ANY)) {
@@ -356,7 +358,8 @@ int mltune_drift_start(const char *pin_dir, const struct mltune_drift_cfg *cfg,
 	i = 0;
 	bpf_object__for_each_program(prog, skel->obj) {
 		if (i < DRIFT_MAX_PROGS && links[i]) {
-			snprintf(path, sizeof(path), "%s/link_%s", pin_dir, bpf_program__name(prog));
+			snprintf(path, sizeof(path), "%s/link_%s", pin_dir,
+				 bpf_program__name(prog));
 			ret = bpf_link__pin(links[i], path);
 			if (ret) {
 				fail(err, errlen, ret, "pin %s: %s", path, strerror(-ret));

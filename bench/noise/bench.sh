@@ -13,10 +13,11 @@
 #            instruction counting, so the loop's count does not depend on the
 #            host's load)
 #
-# Load, the same in every setup, on the whole machine: stress-ng (8 CPU, 4
-# timer, 2 fork, 2 socket and 1 I/O stressors: more than the guest's 8 CPUs
-# can run), pings answered through eth0 (a device IRQ) and pings both ways
-# over a veth pair between the root network namespace and another one.  On each feeder core a busy task of the
+# Load, the same in every setup, on the whole machine: stress-ng (4 CPU, 2
+# timer, 1 fork, 1 socket and 1 I/O stressors: with the feeder tasks more
+# tasks than the guest's 8 CPUs), pings answered through eth0 (a device IRQ)
+# and pings both ways over a veth pair between the root network namespace
+# and another one.  On each feeder core a busy task of the
 # feeder cgroup is the core's own work (a feeder thread spinning), so the
 # tick runs wherever nohz_full does not stop it.  Prints
 #   RESULT setup round cpu interruptions seconds
@@ -58,7 +59,7 @@ net_up() {
 }
 
 load_on() {
-	stress-ng --cpu 8 --timer 4 --fork 2 --sock 2 --io 1 --timeout 0 -q >/dev/null 2>&1 & LOAD="$LOAD $!"
+	stress-ng --cpu 4 --timer 2 --fork 1 --sock 1 --io 1 --timeout 0 -q >/dev/null 2>&1 & LOAD="$LOAD $!"
 	ping -A -q 10.0.2.2 >/dev/null 2>&1 & LOAD="$LOAD $!"
 	ping -A -q 10.9.0.2 >/dev/null 2>&1 & LOAD="$LOAD $!"
 	nsenter -t $NS -n ping -A -q 10.9.0.1 >/dev/null 2>&1 & LOAD="$LOAD $!"

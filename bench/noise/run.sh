@@ -49,7 +49,7 @@ vm() { # vm KERNEL LOG [--cmdline ARGS] -- SETUPS...
 	local cmd=()
 	while [ "$1" != -- ]; do cmd+=("$1"); shift; done
 	shift
-	MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-$((900 + 10 * rounds * (secs + 10)))} \
+	MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-$((1200 + 30 * rounds * (secs + 10)))} \
 		"$ROOT/tests/vm/run" --kernel "$k" $nobuild "${cmd[@]}" --bin "$plant" --bin stress-ng --bin jq \
 		--bin /usr/sbin/ip --file "$(veth "$k"):/root/veth.ko" \
 		--file "$ROOT/bench/noise/bench.sh:/root/bench.sh" -- \
