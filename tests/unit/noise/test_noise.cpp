@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -422,4 +423,15 @@ TEST(NoiseCli, ProbeChoiceAndJson) {
   std::tie(rc, out, err) = run({"noise", "--cpus", "2", "--", "false"});
   EXPECT_EQ(rc, 1); // the command failed
   EXPECT_NE(out.find("CPU 2: 0 interruptions"), std::string::npos) << out;
+  // audit --noise: one finding per CPU (no plan on this node: every CPU).
+  std::tie(rc, out, err) = run({"--json", "audit", "--noise", "0.01"});
+  const auto a = nlohmann::json::parse(out);
+  std::set<std::string> ids;
+  for (const auto &f : a["findings"]) {
+    if (f["category"] == "noise") {
+      ids.insert(f["id"].get<std::string>());
+      EXPECT_EQ(f["severity"], "ok") << f.dump();
+    }
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"noise:cpu0", "noise:cpu1", "noise:cpu2", "noise:cpu3"}));
 }
