@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace mltune {
 
@@ -21,6 +23,51 @@ Result<KernelVersion> kernel_version(const Sysroot &root) {
     return failure("/proc/sys/kernel/osrelease: cannot parse '" + v.release + "'");
   }
   return v;
+}
+
+namespace {
+
+std::vector<std::string> split_ws(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (const char c : s) {
+    if (c == '"') {
+      quoted = !quoted;
+      continue;
+    }
+    if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      if (!cur.empty()) {
+        out.push_back(std::move(cur));
+        cur.clear();
+      }
+      continue;
+    }
+    cur.push_back(c);
+  }
+  if (!cur.empty()) {
+    out.push_back(std::move(cur));
+  }
+  return out;
+}
+
+} // namespace
+
+KernelCmdline parse_kernel_cmdline(std::string_view text) {
+  KernelCmdline out;
+  for (const auto &tok : split_ws(text)) {
+    const auto eq = tok.find('=');
+    out[tok.substr(0, eq)] = eq == std::string::npos ? std::string() : tok.substr(eq + 1);
+  }
+  return out;
+}
+
+Result<KernelCmdline> kernel_cmdline(const Sysroot &root) {
+  auto text = root.read("/proc/cmdline");
+  if (!text) {
+    return text.error();
+  }
+  return parse_kernel_cmdline(*text);
 }
 
 namespace {
