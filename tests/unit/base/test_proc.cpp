@@ -63,3 +63,21 @@ TEST(Cgroup, MakeAndRemoveAreIdempotent) {
   ASSERT_TRUE(cgroup::remove(fake.root(), "/mltune-x").ok()); // absent: fine
   EXPECT_FALSE(fake.root().exists("/sys/fs/cgroup/mltune-x"));
 }
+
+TEST(KernelVersion, DebianReleases) {
+  FakeSysroot fake;
+  fake.set("/proc/sys/kernel/osrelease", "6.12.117+deb12-amd64\n");
+  auto v = kernel_version(fake.root());
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->major, 6);
+  EXPECT_EQ(v->minor, 12);
+  EXPECT_EQ(v->patch, 117);
+  fake.set("/proc/sys/kernel/osrelease", "7.2-rc1\n");
+  v = kernel_version(fake.root());
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->major, 7);
+  EXPECT_EQ(v->minor, 2);
+  EXPECT_EQ(v->patch, 0);
+  fake.set("/proc/sys/kernel/osrelease", "vmlinux\n");
+  EXPECT_FALSE(kernel_version(fake.root()).ok());
+}

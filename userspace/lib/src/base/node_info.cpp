@@ -5,8 +5,8 @@
 #include "mltune/parse.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -19,7 +19,25 @@ Result<KernelVersion> kernel_version(const Sysroot &root) {
   }
   KernelVersion v;
   v.release = *rel;
-  if (std::sscanf(v.release.c_str(), "%d.%d.%d", &v.major, &v.minor, &v.patch) < 2) { // NOLINT(cert-err34-c)
+  // "6.12.117+deb12-amd64": MAJOR.MINOR[.PATCH] then anything.
+  std::string_view rest = v.release;
+  const std::array<int *, 3> parts = {&v.major, &v.minor, &v.patch};
+  size_t n = 0;
+  for (int *part : parts) {
+    const size_t len = std::min(rest.find_first_not_of("0123456789"), rest.size());
+    const auto num = parse_int<int>(rest.substr(0, len));
+    if (!num) {
+      break;
+    }
+    *part = *num;
+    ++n;
+    rest.remove_prefix(len);
+    if (!rest.starts_with('.')) {
+      break;
+    }
+    rest.remove_prefix(1);
+  }
+  if (n < 2) {
     return failure("/proc/sys/kernel/osrelease: cannot parse '" + v.release + "'");
   }
   return v;
