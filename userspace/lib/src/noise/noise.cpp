@@ -3,6 +3,7 @@
 #include "mltune/noise.hpp"
 
 #include "base/cgroup.hpp"
+#include "base/proc.hpp"
 #include "mltune/parse.hpp"
 
 #include "mltune_noise.h"
@@ -46,8 +47,6 @@ std::vector<const NoiseSource *> CpuNoise::offenders(size_t n) const {
 }
 
 namespace {
-
-constexpr unsigned k_pf_kthread = 0x00200000;
 
 // Softirq vector names in the kernel's order (include/linux/interrupt.h).
 constexpr std::string_view k_softirq_names[] = {"HI",       "TIMER",   "NET_TX", "NET_RX",  "BLOCK",
@@ -190,7 +189,7 @@ bool to_source(const RawNoiseEntry &e, const std::map<std::uint64_t, std::string
     s.pid = static_cast<int>(e.id);
     s.tgid = e.tgid;
     s.comm = e.name;
-    s.kthread = (e.flags & k_pf_kthread) != 0;
+    s.kthread = (e.flags & proc::k_pf_kthread) != 0;
     s.cgroup = e.cgroup;
     if (s.cgroup.empty() && e.cgid != 0) {
       if (auto it = cgroups.find(e.cgid); it != cgroups.end()) {

@@ -8,6 +8,7 @@
 //                               approximate for a thread that moved
 #include "mltune/noise.hpp"
 
+#include "base/proc.hpp"
 #include "mltune/parse.hpp"
 
 #include <tuple>
@@ -186,42 +187,31 @@ std::string cgroup_of(const Sysroot &root, const std::string &pid) {
 }
 
 void read_tasks(const Sysroot &root, Snapshot &s) {
-  for (const auto &pid : root.list_dir("/proc")) {
-    if (!parse_int<int>(pid)) {
-      continue;
-    }
-    const std::string cg = cgroup_of(root, pid);
-    for (const auto &tid : root.list_dir("/proc/" + pid + "/task")) {
-      auto t = parse_int<int>(tid);
-      if (!t) {
-        continue;
-      }
-      const std::string dir = "/proc/" + pid + "/task/" + tid;
-      auto stat = root.read(dir + "/stat");
+  for (const int pid : proc::pids(root.list_dir("/proc"))) {
+    const std::string pdir = "/proc/" + std::to_string(pid);
+    const std::string cg = cgroup_of(root, std::to_string(pid));
+    for (const int tid : proc::pids(root.list_dir(pdir + "/task"))) {
+      const std::string dir = pdir + "/task/" + std::to_string(tid);
+      auto text = root.read(dir + "/stat");
       auto sched = root.read(dir + "/schedstat");
-      if (!stat || !sched) {
+      if (!text || !sched) {
         continue; // exited meanwhile
       }
-      const auto open = stat->find('(');
-      const auto close = stat->rfind(')');
-      if (open == std::string::npos || close == std::string::npos || close < open) {
-        continue;
-      }
-      const auto f = split_ws(std::string_view(*stat).substr(close + 1));
+      const auto stat = proc::parse_stat(*text);
       const auto st = split_ws(*sched);
-      // f[0] is field 3 (state): flags is field 9, processor field 39.
-      if (f.size() < 37 || st.size() < 3) {
+      const auto cpu = stat ? stat->field<unsigned>(proc::k_stat_processor) : std::nullopt;
+      if (!cpu || st.size() < 3) {
         continue;
       }
       TaskSnap ts;
-      ts.comm = stat->substr(open + 1, close - open - 1);
-      ts.tgid = parse_int<int>(pid).value_or(0);
-      ts.flags = parse_int<unsigned>(f[6]).value_or(0);
-      ts.cpu = parse_int<unsigned>(f[36]).value_or(0);
+      ts.comm = stat->comm;
+      ts.tgid = pid;
+      ts.flags = stat->field<unsigned>(proc::k_stat_flags).value_or(0);
+      ts.cpu = *cpu;
       ts.run_ns = parse_int<std::uint64_t>(st[0]).value_or(0);
       ts.slices = parse_int<std::uint64_t>(st[2]).value_or(0);
       ts.cgroup = cg;
-      s.tasks[*t] = std::move(ts);
+      s.tasks[tid] = std::move(ts);
     }
   }
 }
