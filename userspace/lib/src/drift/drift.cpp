@@ -45,7 +45,7 @@ std::string str(const char *p, size_t n) {
 }
 
 std::string local_time(std::int64_t unix_ns) {
-  const std::time_t t = static_cast<std::time_t>(unix_ns / 1000000000LL);
+  const auto t = static_cast<std::time_t>(unix_ns / 1000000000LL);
   std::tm tm{};
   char buf[32] = "";
   if (::localtime_r(&t, &tm) != nullptr) {
