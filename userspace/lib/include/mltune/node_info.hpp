@@ -4,7 +4,9 @@
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 namespace mltune {
 
@@ -20,5 +22,9 @@ Result<KernelVersion> kernel_version(const Sysroot &root);
 // irqbalance program is installed but not found there: on a node with
 // thousands of kernel threads a /proc scan costs milliseconds.
 int irqbalance_pid(const Sysroot &root);
+
+// The pid of a process whose comm is `comm` (at most 15 characters, as the
+// kernel keeps it), or 0; scans /proc only where one of `programs` exists.
+int installed_process_pid(const Sysroot &root, std::string_view comm, std::initializer_list<std::string_view> programs);
 
 } // namespace mltune
