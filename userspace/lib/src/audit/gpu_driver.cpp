@@ -58,10 +58,6 @@ private:
   void *h_;
 };
 
-std::optional<bool> enabled(bool ok, unsigned v) {
-  return ok ? std::optional<bool>(v != 0) : std::nullopt;
-}
-
 NvidiaGpu nvml_gpu(const Nvml &nv, nvmlDevice_t d) {
   NvidiaGpu g;
   nvmlPciInfo_t pci{};
@@ -71,7 +67,9 @@ NvidiaGpu nvml_gpu(const Nvml &nv, nvmlDevice_t d) {
   }
   unsigned a = 0;
   unsigned b = 0;
-  g.persistence = enabled(nv.call("nvmlDeviceGetPersistenceMode", d, &a), a);
+  if (nv.call("nvmlDeviceGetPersistenceMode", d, &a)) {
+    g.persistence = a != 0;
+  }
   if (nv.call("nvmlDeviceGetEccMode", d, &a, &b)) {
     g.ecc = a != 0;
     g.ecc_pending = b != 0;
@@ -93,7 +91,9 @@ NvidiaGpu nvml_gpu(const Nvml &nv, nvmlDevice_t d) {
       nv.call("nvmlDeviceGetCurrentClocksThrottleReasons", d, &reasons)) {
     g.clocks_set_limit = (reasons & k_reason_applications_clocks_setting) != 0;
   }
-  g.retired_pages_pending = enabled(nv.call("nvmlDeviceGetRetiredPagesPendingStatus", d, &a), a);
+  if (nv.call("nvmlDeviceGetRetiredPagesPendingStatus", d, &a)) {
+    g.retired_pages_pending = a != 0;
+  }
   unsigned corrected = 0;
   unsigned uncorrected = 0;
   if (nv.call("nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &a, &b)) {
