@@ -17,7 +17,6 @@
 #include <sstream>
 
 using namespace mltune;
-using mltune::detail::NvidiaState;
 using mltune::test::FakeSysroot;
 using mltune::test::fixture;
 using mltune::test::FixtureCopy;

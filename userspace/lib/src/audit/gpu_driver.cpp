@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cctype>
 #include <dlfcn.h>
-#include <functional>
 #include <map>
 #include <memory>
 #include <unistd.h>
@@ -261,22 +260,69 @@ std::string gpu_name(const Topology &t, const std::string &pci) {
   return pci;
 }
 
-// One finding over every GPU for which `bad` holds (those with `field` unset are not counted).
-struct Check {
-  std::string id;
+// A per-GPU check: `bad` says whether a GPU is at fault (unset where the
+// GPU does not report the fact); one finding covers every GPU.
+struct GpuCheck {
+  const char *id;
   Severity severity;
-  std::string what;        // "persistence mode disabled"
-  std::string recommended; // "Enabled on all GPUs"
-  std::string impact;
-  std::string fix;
+  const char *what;        // "ECC disabled"
+  const char *recommended; // "ECC enabled"
+  const char *impact;
+  const char *fix;
+  std::optional<bool> (*bad)(const NvidiaGpu &);
 };
 
-void per_gpu(const Topology &t, const NvidiaState &st, const Check &c,
-             const std::function<std::optional<bool>(const NvidiaGpu &)> &bad, std::vector<Finding> &out) {
+std::optional<bool> differs(const std::optional<bool> &a, const std::optional<bool> &b) {
+  return a && b ? std::optional<bool>(*a != *b) : std::nullopt;
+}
+
+std::optional<bool> clocks_lowered(const NvidiaGpu &g) {
+  if (!g.app_clock_gr || !g.default_app_clock_gr) {
+    return std::nullopt;
+  }
+  return *g.app_clock_gr < *g.default_app_clock_gr ||
+         (g.app_clock_mem && g.default_app_clock_mem && *g.app_clock_mem < *g.default_app_clock_mem);
+}
+
+constexpr const char *k_reset_fix = "drain the node and reset the GPU (nvidia-smi -r) or reboot";
+
+constexpr GpuCheck k_gpu_checks[] = {
+    {"gpu:ecc", Severity::warning, "ECC disabled", "ECC enabled",
+     "Without ECC a flipped bit in GPU memory silently corrupts weights or gradients",
+     "nvidia-smi -e 1, then reset the GPU (nvidia-smi -r) or reboot",
+     [](const NvidiaGpu &g) { return g.ecc ? std::optional<bool>(!*g.ecc) : std::nullopt; }},
+    {"gpu:ecc_pending", Severity::warning, "an ECC mode change waits for a GPU reset", "no pending ECC change",
+     "The GPU runs in a mode other than the configured one until it is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return differs(g.ecc, g.ecc_pending); }},
+    {"gpu:mig", Severity::info, "MIG mode enabled", "MIG disabled on GPUs that run whole training jobs",
+     "With MIG a job sees GPU instances, not the whole GPU: a fraction of its SMs and memory",
+     "nvidia-smi -mig 0 -i <GPU> where whole GPUs are wanted", [](const NvidiaGpu &g) { return g.mig; }},
+    {"gpu:mig_pending", Severity::warning, "a MIG mode change waits for a GPU reset", "no pending MIG change",
+     "The GPU runs in a MIG mode other than the configured one until it is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return differs(g.mig, g.mig_pending); }},
+    {"gpu:app_clocks", Severity::warning, "application clocks below the default", "application clocks at their default",
+     "Kernels run at the lowered clock: every step takes longer", "nvidia-smi -rac (reset application clocks)",
+     clocks_lowered},
+    {"gpu:clock_limit", Severity::info, "clocks held by an application-clocks or locked-clocks setting",
+     "clocks free to boost", "A clock lock set for determinism or power caps every kernel's speed",
+     "nvidia-smi -rgc -rmc (reset locked clocks) and nvidia-smi -rac, unless the lock is intended",
+     [](const NvidiaGpu &g) { return g.clocks_set_limit; }},
+    {"gpu:retired_pages", Severity::critical, "retired pages waiting for a GPU reset", "no pending page retirement",
+     "Memory pages with errors stay in use until the GPU is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return g.retired_pages_pending; }},
+    {"gpu:row_remap_pending", Severity::warning, "row remapping waiting for a GPU reset", "no pending row remapping",
+     "Rows with uncorrectable errors stay in use until the GPU is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return g.remap_pending; }},
+    {"gpu:row_remap_failure", Severity::critical, "row remapping failed", "no row remapping failure",
+     "The GPU has run out of spare rows for failing memory: its memory can no longer be trusted",
+     "take the node out of service and have the GPU replaced", [](const NvidiaGpu &g) { return g.remap_failure; }},
+};
+
+void per_gpu(const Topology &t, const NvidiaState &st, const GpuCheck &c, std::vector<Finding> &out) {
   unsigned known = 0;
   std::string list;
   for (const auto &g : st.gpus) {
-    const auto b = bad(g);
+    const auto b = c.bad(g);
     if (!b) {
       continue;
     }
@@ -293,7 +339,7 @@ void per_gpu(const Topology &t, const NvidiaState &st, const Check &c,
     f.current = "fine on " + std::to_string(known) + "/" + std::to_string(known) + " GPUs";
   } else {
     f.severity = c.severity;
-    f.current = c.what + " on " + list;
+    f.current = std::string(c.what) + " on " + list;
     f.fix = c.fix;
   }
   out.push_back(std::move(f));
@@ -322,73 +368,9 @@ void nvidia_findings(const Sysroot &root, const Topology &t, const NvidiaState &
     pm.fix = "systemctl enable --now nvidia-persistenced  (or: nvidia-smi -pm 1)";
   }
   out.push_back(std::move(pm));
-  per_gpu(
-      t, st,
-      {"gpu:ecc", Severity::warning, "ECC disabled", "ECC enabled",
-       "Without ECC a flipped bit in GPU memory silently corrupts weights or gradients",
-       "nvidia-smi -e 1, then reset the GPU (nvidia-smi -r) or reboot"},
-      [](const NvidiaGpu &g) { return g.ecc ? std::optional<bool>(!*g.ecc) : std::nullopt; }, out);
-  per_gpu(
-      t, st,
-      {"gpu:ecc_pending", Severity::warning, "an ECC mode change waits for a GPU reset", "no pending ECC change",
-       "The GPU runs in a mode other than the configured one until it is reset",
-       "nvidia-smi -r -i <GPU> while it is idle, or reboot"},
-      [](const NvidiaGpu &g) {
-        return g.ecc && g.ecc_pending ? std::optional<bool>(*g.ecc != *g.ecc_pending) : std::nullopt;
-      },
-      out);
-  per_gpu(
-      t, st,
-      {"gpu:mig", Severity::info, "MIG mode enabled", "MIG disabled on GPUs that run whole training jobs",
-       "With MIG a job sees GPU instances, not the whole GPU: a fraction of its SMs and memory",
-       "nvidia-smi -mig 0 -i <GPU> where whole GPUs are wanted"},
-      [](const NvidiaGpu &g) { return g.mig; }, out);
-  per_gpu(
-      t, st,
-      {"gpu:mig_pending", Severity::warning, "a MIG mode change waits for a GPU reset", "no pending MIG change",
-       "The GPU runs in a MIG mode other than the configured one until it is reset",
-       "nvidia-smi -r -i <GPU> while it is idle, or reboot"},
-      [](const NvidiaGpu &g) {
-        return g.mig && g.mig_pending ? std::optional<bool>(*g.mig != *g.mig_pending) : std::nullopt;
-      },
-      out);
-  per_gpu(
-      t, st,
-      {"gpu:app_clocks", Severity::warning, "application clocks below the default",
-       "application clocks at their default", "Kernels run at the lowered clock: every step takes longer",
-       "nvidia-smi -rac (reset application clocks)"},
-      [](const NvidiaGpu &g) -> std::optional<bool> {
-        if (!g.app_clock_gr || !g.default_app_clock_gr) {
-          return std::nullopt;
-        }
-        return *g.app_clock_gr < *g.default_app_clock_gr ||
-               (g.app_clock_mem && g.default_app_clock_mem && *g.app_clock_mem < *g.default_app_clock_mem);
-      },
-      out);
-  per_gpu(
-      t, st,
-      {"gpu:clock_limit", Severity::info, "clocks held by an application-clocks or locked-clocks setting",
-       "clocks free to boost", "A clock lock set for determinism or power caps every kernel's speed",
-       "nvidia-smi -rgc -rmc (reset locked clocks) and nvidia-smi -rac, unless the lock is intended"},
-      [](const NvidiaGpu &g) { return g.clocks_set_limit; }, out);
-  per_gpu(
-      t, st,
-      {"gpu:retired_pages", Severity::critical, "retired pages waiting for a GPU reset", "no pending page retirement",
-       "Memory pages with errors stay in use until the GPU is reset",
-       "drain the node and reset the GPU (nvidia-smi -r) or reboot"},
-      [](const NvidiaGpu &g) { return g.retired_pages_pending; }, out);
-  per_gpu(
-      t, st,
-      {"gpu:row_remap_pending", Severity::warning, "row remapping waiting for a GPU reset", "no pending row remapping",
-       "Rows with uncorrectable errors stay in use until the GPU is reset",
-       "drain the node and reset the GPU (nvidia-smi -r) or reboot"},
-      [](const NvidiaGpu &g) { return g.remap_pending; }, out);
-  per_gpu(
-      t, st,
-      {"gpu:row_remap_failure", Severity::critical, "row remapping failed", "no row remapping failure",
-       "The GPU has run out of spare rows for failing memory: its memory can no longer be trusted",
-       "take the node out of service and have the GPU replaced"},
-      [](const NvidiaGpu &g) { return g.remap_failure; }, out);
+  for (const auto &c : k_gpu_checks) {
+    per_gpu(t, st, c, out);
+  }
   const int mps = installed_process_pid(root, "nvidia-cuda-mps",
                                         {"/usr/bin/nvidia-cuda-mps-control", "/usr/local/bin/nvidia-cuda-mps-control"});
   out.push_back(Finding{"gpu:mps", "gpu", mps > 0 ? Severity::info : Severity::ok,
