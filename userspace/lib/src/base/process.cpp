@@ -21,7 +21,7 @@ struct NodeMask {
     for (const int n : nodes) {
       top = std::max(top, n);
     }
-    words.assign(static_cast<size_t>(top / k_bits + 1), 0);
+    words.assign(static_cast<size_t>(top / k_bits) + 1, 0);
     for (const int n : nodes) {
       words[static_cast<size_t>(n / k_bits)] |= 1UL << static_cast<unsigned>(n % k_bits);
     }
