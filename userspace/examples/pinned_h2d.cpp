@@ -24,8 +24,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,8 +94,8 @@ public:
     map_len_ = len;
     p_ = m;
     if (kind == "pinned-thp") {
-      const auto a = (reinterpret_cast<std::uintptr_t>(m) + k_huge - 1) & ~(k_huge - 1);
-      p_ = reinterpret_cast<void *>(a);
+      const std::size_t off = (k_huge - reinterpret_cast<std::uintptr_t>(m) % k_huge) % k_huge;
+      p_ = static_cast<char *>(m) + off; // the first 2 MiB boundary
       ::madvise(p_, bytes, MADV_HUGEPAGE);
     } else if (kind != "pinned-2m") {
       ::madvise(p_, bytes, MADV_NOHUGEPAGE);
@@ -143,6 +144,43 @@ private:
   std::size_t map_len_ = 0;
   std::string error_;
 };
+
+// JSON pieces, by hand: bench/pinned/run.sh builds this file alone with nvcc,
+// where no JSON library can be assumed.
+std::string q(const std::string &s) {
+  std::string o = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char u[8];
+      std::snprintf(u, sizeof u, "\\u%04x", static_cast<unsigned>(c));
+      o += u;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+std::string kv(const std::string &key, const std::string &value) {
+  return q(key) + ": " + value;
+}
+std::string num(double v) {
+  if (!std::isfinite(v)) {
+    return "null";
+  }
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+std::string list(const std::vector<double> &v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    s += (i == 0 ? "" : ", ") + num(v[i]);
+  }
+  return s + "]";
+}
 
 struct Result {
   std::string kind;
@@ -255,15 +293,16 @@ int main(int argc, char **argv) {
   }
   std::printf("%-11s %12s %14s %16s\n", "memory", "H2D GB/s", "register ms", "register ms/GiB");
   std::ostringstream js;
-  js << "{\n  \"gpu\": " << o.gpu << ", \"name\": \"" << prop.name << "\", \"pci\": \"" << bus
-     << "\", \"cuda_runtime\": " << runtime << ", \"cuda_driver\": " << driver << ",\n  \"size_mib\": " << o.mib
-     << ", \"repeats\": " << o.repeats << ", \"copies\": " << o.copies << ",\n  \"results\": [";
+  js << "{\n  " << kv("gpu", num(o.gpu)) << ", " << kv("name", q(prop.name)) << ", " << kv("pci", q(bus)) << ", "
+     << kv("cuda_runtime", num(runtime)) << ", " << kv("cuda_driver", num(driver)) << ",\n  "
+     << kv("size_mib", num(static_cast<double>(o.mib))) << ", " << kv("repeats", num(o.repeats)) << ", "
+     << kv("copies", num(o.copies)) << ",\n  " << q("results") << ": [";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result &r = results[i];
-    js << (i == 0 ? "\n" : ",\n") << "    {\"memory\": \"" << r.kind << "\"";
+    js << (i == 0 ? "\n    {" : ",\n    {") << kv("memory", q(r.kind));
     if (!r.skipped.empty()) {
       std::printf("%-11s skipped: %s\n", r.kind.c_str(), r.skipped.c_str());
-      js << ", \"skipped\": \"" << r.skipped << "\"}";
+      js << ", " << kv("skipped", q(r.skipped)) << "}";
       continue;
     }
     const double bw = median(r.gbps);
@@ -274,23 +313,15 @@ int main(int argc, char **argv) {
     } else {
       std::printf("%-11s %12.2f %14.2f %16.2f\n", r.kind.c_str(), bw, reg, reg / gib);
     }
-    js << ", \"h2d_gbps_median\": " << bw;
+    js << ", " << kv("h2d_gbps_median", num(bw));
     if (!r.register_ms.empty()) {
-      js << ", \"register_ms_median\": " << reg << ", \"register_ms_per_gib\": " << reg / gib;
+      js << ", " << kv("register_ms_median", num(reg)) << ", " << kv("register_ms_per_gib", num(reg / gib));
     }
     if (r.thp_share >= 0) {
       std::printf("%-11s %.0f%% of the buffer backed by transparent huge pages\n", "", r.thp_share * 100);
-      js << ", \"thp_share\": " << r.thp_share;
+      js << ", " << kv("thp_share", num(r.thp_share));
     }
-    js << ", \"h2d_gbps\": [";
-    for (std::size_t k = 0; k < r.gbps.size(); ++k) {
-      js << (k ? ", " : "") << r.gbps[k];
-    }
-    js << "], \"register_ms\": [";
-    for (std::size_t k = 0; k < r.register_ms.size(); ++k) {
-      js << (k ? ", " : "") << r.register_ms[k];
-    }
-    js << "]}";
+    js << ", " << kv("h2d_gbps", list(r.gbps)) << ", " << kv("register_ms", list(r.register_ms)) << "}";
   }
   js << "\n  ]\n}\n";
   if (!o.json.empty()) {
