@@ -5,6 +5,7 @@
 #include "mltune/sysroot.hpp"
 
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,14 @@ struct KernelVersion {
   std::string release;
 };
 Result<KernelVersion> kernel_version(const Sysroot &root);
+
+// The kernel command line (<sysroot>/proc/cmdline) as key -> value, the way
+// the kernel reads it: words split at whitespace outside double quotes,
+// quotes removed, "key=value" or a bare "flag" (value ""), the last of a
+// repeated key winning.
+using KernelCmdline = std::map<std::string, std::string, std::less<>>;
+Result<KernelCmdline> kernel_cmdline(const Sysroot &root);
+KernelCmdline parse_kernel_cmdline(std::string_view text);
 
 // The pid of a running irqbalance, or 0. Looks in the cgroup of systemd's
 // irqbalance.service first (one read) and scans /proc only where the

@@ -1,6 +1,7 @@
 #include "mltune/audit.hpp"
 
 #include "audit/audit_parts.hpp"
+#include "base/unique_fd.hpp"
 #include "mltune/compare.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
@@ -52,9 +53,11 @@ std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return std::nullopt;
   }
+  UniqueFd rd(fds[0]);
+  UniqueFd wr(fds[1]);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, wr.get(), STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<char *> args;
   args.reserve(argv.size() + 1);
@@ -65,18 +68,18 @@ std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  ::close(fds[1]);
+  wr.reset();
   std::string out;
   if (rc == 0) {
     char buf[4096];
     ssize_t n = 0;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    while ((n = ::read(rd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
       if (n > 0) {
         out.append(buf, static_cast<size_t>(n));
       }
     }
   }
-  ::close(fds[0]);
+  rd.reset();
   if (rc != 0) {
     return std::nullopt;
   }

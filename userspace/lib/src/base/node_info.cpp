@@ -5,8 +5,10 @@
 #include "mltune/parse.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
-#include <cstdio>
+#include <string>
+#include <vector>
 
 namespace mltune {
 
@@ -17,10 +19,73 @@ Result<KernelVersion> kernel_version(const Sysroot &root) {
   }
   KernelVersion v;
   v.release = *rel;
-  if (std::sscanf(v.release.c_str(), "%d.%d.%d", &v.major, &v.minor, &v.patch) < 2) { // NOLINT(cert-err34-c)
+  // "6.12.117+deb12-amd64": MAJOR.MINOR[.PATCH] then anything.
+  std::string_view rest = v.release;
+  const std::array<int *, 3> parts = {&v.major, &v.minor, &v.patch};
+  size_t n = 0;
+  for (int *part : parts) {
+    const size_t len = std::min(rest.find_first_not_of("0123456789"), rest.size());
+    const auto num = parse_int<int>(rest.substr(0, len));
+    if (!num) {
+      break;
+    }
+    *part = *num;
+    ++n;
+    rest.remove_prefix(len);
+    if (!rest.starts_with('.')) {
+      break;
+    }
+    rest.remove_prefix(1);
+  }
+  if (n < 2) {
     return failure("/proc/sys/kernel/osrelease: cannot parse '" + v.release + "'");
   }
   return v;
+}
+
+namespace {
+
+std::vector<std::string> split_ws(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (const char c : s) {
+    if (c == '"') {
+      quoted = !quoted;
+      continue;
+    }
+    if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      if (!cur.empty()) {
+        out.push_back(std::move(cur));
+        cur.clear();
+      }
+      continue;
+    }
+    cur.push_back(c);
+  }
+  if (!cur.empty()) {
+    out.push_back(std::move(cur));
+  }
+  return out;
+}
+
+} // namespace
+
+KernelCmdline parse_kernel_cmdline(std::string_view text) {
+  KernelCmdline out;
+  for (const auto &tok : split_ws(text)) {
+    const auto eq = tok.find('=');
+    out[tok.substr(0, eq)] = eq == std::string::npos ? std::string() : tok.substr(eq + 1);
+  }
+  return out;
+}
+
+Result<KernelCmdline> kernel_cmdline(const Sysroot &root) {
+  auto text = root.read("/proc/cmdline");
+  if (!text) {
+    return text.error();
+  }
+  return parse_kernel_cmdline(*text);
 }
 
 namespace {
