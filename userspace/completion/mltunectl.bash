@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist nic topology plan boot sched watch pool feeder noise drift"
+	local commands="profile audit verify diff switch persist nic topology plan exec boot sched watch pool feeder noise drift"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -31,13 +31,16 @@ _mltunectl() {
 	--profile | -p) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); return ;;
 	--probe) COMPREPLY=($(compgen -W "auto bpf proc" -- "$cur")); return ;;
 	--path) _filedir; return ;;
+	--mempolicy) COMPREPLY=($(compgen -W "bind preferred none" -- "$cur")); return ;;
+	--nvml) COMPREPLY=($(compgen -W "none" -- "$cur")); _filedir so; return ;;
 	esac
 
 	if [[ $cur == -* ]]; then
 		local opts=$globals
 		case $cmd in
 		switch) opts+=" --backend" ;;
-		audit) opts+=" --profile --noise --noise-budget" ;;
+		audit) opts+=" --profile --nvml --no-nvidia-smi --noise --noise-budget" ;;
+		exec) opts+=" --gpu --rank --mempolicy --gpus-per-rank --feeder-cores-per-gpu" ;;
 		noise) opts+=" --cpus --duration --probe --own-cgroup --top" ;;
 		drift) [[ $sub == show ]] && opts+=" --path --tid" ;;
 		feeder) [[ $sub == status ]] && opts+=" --noise --budget" ;;

@@ -1,4 +1,4 @@
-// mltunectl audit [--profile P]
+// mltunectl audit [--profile P] [--nvml PATH|none] [--no-nvidia-smi] [--noise S [--noise-budget N]]
 #include "cli.hpp"
 
 #include "mltune/audit.hpp"
@@ -13,12 +13,18 @@ namespace mltune::cli {
 
 namespace {
 
-struct NoiseAudit {
-  double seconds = 0; // --noise S: 0 = off
-  double budget = 100;
+struct AuditArgs {
+  std::string profile;
+  AuditOptions opt;
+  bool no_smi = false;
+  double noise_seconds = 0; // --noise S: 0 = off
+  double noise_budget = 100;
 };
 
-void run_audit(Context &ctx, std::string profile_name, const NoiseAudit &na) {
+void run_audit(Context &ctx, const AuditArgs &a) {
+  std::string profile_name = a.profile;
+  AuditOptions opt = a.opt;
+  opt.run_nvidia_smi = !a.no_smi;
   const Sysroot root = ctx.root();
   if (profile_name.empty()) {
     profile_name = ctx.default_profile();
@@ -27,18 +33,18 @@ void run_audit(Context &ctx, std::string profile_name, const NoiseAudit &na) {
   if (!p) {
     return ctx.fail(p.error());
   }
-  auto findings = audit(*p, root);
-  if (na.seconds > 0) {
+  auto findings = audit(*p, root, opt);
+  if (a.noise_seconds > 0) {
     // The feeder cores (active, else the plan's), else every CPU.
     auto cpus = noise_cpus(root, "feeder");
-    NoiseOptions opt;
-    opt.cpus = cpus ? *cpus : CpuSet{};
-    opt.seconds = na.seconds;
-    auto r = measure_noise(root, opt);
+    NoiseOptions nopt;
+    nopt.cpus = cpus ? *cpus : CpuSet{};
+    nopt.seconds = a.noise_seconds;
+    auto r = measure_noise(root, nopt);
     if (!r) {
       return ctx.fail(with_context(r.error(), "--noise"));
     }
-    for (auto &f : noise_findings(*r, na.budget)) {
+    for (auto &f : noise_findings(*r, a.noise_budget)) {
       findings.push_back(std::move(f));
     }
   }
@@ -89,17 +95,23 @@ void run_audit(Context &ctx, std::string profile_name, const NoiseAudit &na) {
 } // namespace
 
 void register_audit(CLI::App &app, Context &ctx) {
-  auto profile = std::make_shared<std::string>();
-  auto na = std::make_shared<NoiseAudit>();
-  auto *cmd = app.add_subcommand("audit", "Report every setting that is off for ML work, with the fix");
-  cmd->add_option("-p,--profile", *profile, "Profile to audit against (default: persisted default, else training)");
-  cmd->add_option("--noise", na->seconds,
+  auto args = std::make_shared<AuditArgs>();
+  auto *cmd = app.add_subcommand("audit", "Report every setting that is off for ML work, PCIe and GPU driver "
+                                          "state included, with the fix");
+  cmd->add_option("-p,--profile", args->profile,
+                  "Profile to audit against (default: persisted default, else training)");
+  cmd->add_option("--nvml", args->opt.nvml_library,
+                  "NVML library to load for the NVIDIA driver's state (default libnvidia-ml.so.1 on the live "
+                  "node, none with --sysroot), or none")
+      ->type_name("PATH");
+  cmd->add_flag("--no-nvidia-smi", args->no_smi, "Do not run <sysroot>/usr/bin/nvidia-smi when NVML gives no answer");
+  cmd->add_option("--noise", args->noise_seconds,
                   "Also count the interruptions of the feeder cores (else every CPU) for S seconds; "
                   "each offender over the budget is a finding")
       ->type_name("S");
-  cmd->add_option("--noise-budget", na->budget, "Interruptions per second a feeder core may take")
+  cmd->add_option("--noise-budget", args->noise_budget, "Interruptions per second a feeder core may take")
       ->capture_default_str();
-  cmd->callback([&ctx, profile, na] { run_audit(ctx, *profile, *na); });
+  cmd->callback([&ctx, args] { run_audit(ctx, *args); });
 }
 
 } // namespace mltune::cli

@@ -54,7 +54,8 @@ TEST_F(Cli, HelpForEveryCommand) {
                                                                 {"verify", "--help"},
                                                                 {"diff", "--help"},
                                                                 {"switch", "--help"},
-                                                                {"persist", "--help"}}) {
+                                                                {"persist", "--help"},
+                                                                {"exec", "--help"}}) {
     const auto r = run(args);
     EXPECT_EQ(r.rc, 0) << args[0];
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args[0];

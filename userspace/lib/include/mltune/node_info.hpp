@@ -4,6 +4,7 @@
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,5 +31,9 @@ KernelCmdline parse_kernel_cmdline(std::string_view text);
 // irqbalance program is installed but not found there: on a node with
 // thousands of kernel threads a /proc scan costs milliseconds.
 int irqbalance_pid(const Sysroot &root);
+
+// The pid of a process whose comm is `comm` (at most 15 characters, as the
+// kernel keeps it), or 0; scans /proc only where one of `programs` exists.
+int installed_process_pid(const Sysroot &root, std::string_view comm, std::initializer_list<std::string_view> programs);
 
 } // namespace mltune

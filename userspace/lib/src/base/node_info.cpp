@@ -90,14 +90,14 @@ Result<KernelCmdline> kernel_cmdline(const Sysroot &root) {
 
 namespace {
 
-// The pid when `name` is a pid whose comm is irqbalance, else 0.
-int irqbalance_at(const Sysroot &root, std::string_view name) {
+// The pid when `name` is a pid whose comm is `comm`, else 0.
+int process_at(const Sysroot &root, std::string_view name, std::string_view comm) {
   const int pid = parse_int<int>(name).value_or(0);
   if (pid <= 0) {
     return 0;
   }
-  auto comm = root.read_value("/proc/" + std::string(name) + "/comm");
-  return comm && *comm == "irqbalance" ? pid : 0;
+  auto c = root.read_value("/proc/" + std::string(name) + "/comm");
+  return c && *c == comm ? pid : 0;
 }
 
 } // namespace
@@ -107,23 +107,28 @@ int irqbalance_pid(const Sysroot &root) {
     size_t pos = 0;
     while (pos < procs->size()) {
       const size_t end = std::min(procs->find('\n', pos), procs->size());
-      if (const int pid = irqbalance_at(root, std::string_view(procs->data() + pos, end - pos)); pid > 0) {
+      if (const int pid = process_at(root, std::string_view(procs->data() + pos, end - pos), "irqbalance"); pid > 0) {
         return pid;
       }
       pos = end + 1;
     }
   }
-  static constexpr std::string_view k_programs[] = {"/usr/sbin/irqbalance", "/sbin/irqbalance",
-                                                    "/usr/local/sbin/irqbalance", "/usr/bin/irqbalance"};
+  return installed_process_pid(
+      root, "irqbalance",
+      {"/usr/sbin/irqbalance", "/sbin/irqbalance", "/usr/local/sbin/irqbalance", "/usr/bin/irqbalance"});
+}
+
+int installed_process_pid(const Sysroot &root, std::string_view comm,
+                          std::initializer_list<std::string_view> programs) {
   bool installed = false;
-  for (const auto p : k_programs) {
+  for (const auto p : programs) {
     installed = installed || root.exists(p);
   }
   if (!installed) {
     return 0;
   }
   for (const auto &name : root.list_dir("/proc")) {
-    if (const int pid = irqbalance_at(root, name); pid > 0) {
+    if (const int pid = process_at(root, name, comm); pid > 0) {
       return pid;
     }
   }

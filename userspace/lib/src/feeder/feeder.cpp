@@ -6,6 +6,7 @@
 #include "base/cgroup.hpp"
 #include "base/file_lock.hpp"
 #include "base/proc.hpp"
+#include "base/process.hpp"
 #include "base/state_file.hpp"
 #include "base/unique_fd.hpp"
 #include "mltune/node_info.hpp"
@@ -25,7 +26,6 @@
 #include <ranges>
 #include <sched.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 
@@ -963,32 +963,20 @@ Status feeder_exec(const Sysroot &root, const std::vector<std::string> &argv) {
     return st.error();
   }
   // NUMA-local memory: prefer the nodes of the feeder CPUs.
-  unsigned long nodes = 0;
-  for (unsigned n = 0; n < 64; ++n) {
+  std::vector<int> nodes;
+  for (int n = 0; n < 64; ++n) {
     auto v = root.read("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
     if (!v) {
       continue;
     }
     if (auto c = parse_cpuset(*v); c && c->intersects(s.cpus)) {
-      nodes |= 1UL << n;
+      nodes.push_back(n);
     }
   }
-  if (nodes != 0) {
-    constexpr int k_mpol_preferred = 1;
-    constexpr int k_mpol_preferred_many = 5;
-    if (::syscall(SYS_set_mempolicy, k_mpol_preferred_many, &nodes, 64UL) != 0) {
-      unsigned long first = nodes & (~nodes + 1);
-      (void)::syscall(SYS_set_mempolicy, k_mpol_preferred, &first, 64UL);
-    }
+  if (!nodes.empty()) {
+    (void)detail::prefer_memory(nodes); // a preference: the command runs either way
   }
-  std::vector<char *> args;
-  args.reserve(argv.size() + 1);
-  for (const auto &a : argv) {
-    args.push_back(const_cast<char *>(a.c_str()));
-  }
-  args.push_back(nullptr);
-  ::execvp(args[0], args.data());
-  return sys_error(argv[0], errno);
+  return detail::exec_argv(argv);
 }
 
 } // namespace mltune
