@@ -30,6 +30,10 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
+# Every guest boot's hang detector, sized for a loaded host (TCG slows down
+# with it), not a speed check.
+guest_timeout=${MLTUNE_GUEST_TIMEOUT:-1500}
+
 pass=0 fail=0 skip=0
 failed_items=()
 t0=$(date +%s)
@@ -86,7 +90,7 @@ vm_suite() { # vm_suite SERIES
 	local s=$1 log=$LOGS/vm-$1.log rc p f k kver
 	kver=$(scripts/kernels.sh resolve "$s")
 	note "---- kselftests in the $s guest ($kver)"
-	tests/vm/run --kernel "$s" --no-build --timeout "${MLTUNE_GUEST_TIMEOUT:-1500}" 2>&1 | tee "$log" | grep -E '^(not )?ok |^# (not )?ok |^vm: |^1\.\.'
+	tests/vm/run --kernel "$s" --no-build --timeout "$guest_timeout" 2>&1 | tee "$log" | grep -E '^(not )?ok |^# (not )?ok |^vm: |^1\.\.'
 	rc=${PIPESTATUS[0]}
 	read -r p f k < <(tap_count "$log")
 	if [ "$p$f$k" = 000 ]; then
@@ -123,10 +127,8 @@ guest_suite() { # guest_suite SERIES
 				count 0 1 0; failed_items+=("guest-helper-$s")
 			fi
 		done
-		# One boot runs every suite: the timeout is a hang detector, sized
-		# for a loaded host (TCG slows down with it), not a speed check.
 		tests/vm/run --kernel "$s" --no-build "${bins[@]}" \
-			--timeout "${MLTUNE_GUEST_TIMEOUT:-1500}" \
+			--timeout "$guest_timeout" \
 			--file tests/guest:/tests/guest \
 			-- sh -c "KSFT_DIR=/tests/guest run-kselftests $names" 2>&1 |
 			sed 's/selftests: mltune: /guest: /' | tee "$log" |
