@@ -116,6 +116,49 @@ static u64 since(u64 ts, const struct mltune_noise_cfg *c, u64 now)
 	return now > ts ? now - ts : 0;
 }
 
+/*
+ * Makes @t the running task of @s since @ts, with the nested-interruption
+ * bases @hard and @soft; the idle task (pid 0) leaves no running task.
+ * Returns @t's pid.
+ */
+static u32 set_task(struct mltune_noise_pcpu *s, struct task_struct *t, u64 ts,
+		    u64 hard, u64 soft)
+{
+	u32 pid = BPF_CORE_READ(t, pid);
+
+	s->task_pid = pid;
+	s->task_ts = 0;
+	if (!pid)
+		return 0;
+	s->task_ts = ts;
+	s->task_tgid = BPF_CORE_READ(t, tgid);
+	s->task_flags = BPF_CORE_READ(t, flags);
+	s->task_cgid = BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+	s->task_hard_base = hard;
+	s->task_soft_base = soft;
+	bpf_probe_read_kernel(s->task_comm, sizeof(s->task_comm), &t->comm);
+	return pid;
+}
+
+/*
+ * A CPU whose running task is unknown has seen no sched_switch since the
+ * programs were attached: the task interrupted now has run since before
+ * then, so since the window opened if it is open (all of the window's
+ * interruptions on this CPU nested in it: bases 0, the totals start at
+ * enable), else since now.  Without this a task that never leaves the CPU
+ * (a busy thread on an otherwise idle core) would never be charged.
+ */
+static void seed_task(struct mltune_noise_pcpu *s, const struct mltune_noise_cfg *c)
+{
+	if (s->task_pid || s->task_ts)
+		return;
+	if (c->enabled)
+		set_task(s, bpf_get_current_task_btf(), c->start_ns, 0, 0);
+	else
+		set_task(s, bpf_get_current_task_btf(), bpf_ktime_get_ns(),
+			 s->hard_ns, s->soft_ns);
+}
+
 static void start_hard(u32 kind, u64 id)
 {
 	struct mltune_noise_cfg *c;
@@ -125,6 +168,7 @@ static void start_hard(u32 kind, u64 id)
 	s = watched(&c, &cpu);
 	if (!s || s->in_hard)
 		return;
+	seed_task(s, c);
 	s->in_hard = 1;
 	s->hard_ts = bpf_ktime_get_ns();
 	s->hard_key.cpu = cpu;
@@ -385,18 +429,8 @@ int BPF_PROG(noise_sched_switch, bool preempt, struct task_struct *prev,
 				__sync_fetch_and_add(&v->ns, dur);
 		}
 	}
-	pid = BPF_CORE_READ(next, pid);
-	s->task_pid = pid;
-	s->task_ts = 0;
-	if (!pid)
+	if (!set_task(s, next, now, s->hard_ns, s->soft_ns))
 		return 0;
-	s->task_ts = now;
-	s->task_tgid = BPF_CORE_READ(next, tgid);
-	s->task_flags = BPF_CORE_READ(next, flags);
-	s->task_cgid = BPF_CORE_READ(next, cgroups, dfl_cgrp, kn, id);
-	s->task_hard_base = s->hard_ns;
-	s->task_soft_base = s->soft_ns;
-	bpf_probe_read_kernel(s->task_comm, sizeof(s->task_comm), &next->comm);
 	if (c->enabled) {
 		v = task_entry(s, cpu);
 		if (v)

@@ -153,7 +153,7 @@ echo "$IRQ_AFF" > /proc/irq/$IRQ/smp_affinity_list
 # irq_work IPIs on the feeder cores, see bench/noise/README.md.)
 "$CTL" feeder on --cpus 2-3 --mechanism cpuset >/dev/null 2>$W/on.err || t_diag "feeder on: $(cat $W/on.err)"
 echo 3 > /proc/irq/$IRQ/smp_affinity_list
-taskset -c 0 ping -A -q -w 30 10.0.2.2 >/dev/null 2>&1 & PIDS="$PIDS $!"
+taskset -c 0 ping -A -q 10.0.2.2 >/dev/null 2>&1 & PIDS="$PIDS $!"
 "$CTL" --json feeder status --noise 4 >$W/fs.json 2>$W/fs.err
 rc=$?
 jq '.noise' $W/fs.json >$W/fs-noise.json 2>/dev/null
@@ -166,13 +166,24 @@ esac
 [ "$(jq -r '.noise.per_cpu | length' $W/fs.json)" = 2 ] && t_ok "feeder status --noise covers each feeder core" ||
 	t_fail "feeder status --noise covers each feeder core"
 
-# The /proc fallback sees the same IRQ, and says it is the fallback.
+# The /proc fallback sees the same IRQ, and says it is the fallback: it
+# counts the IRQ (no more than /proc/interrupts saw around its window), by
+# name.  Whether it is also the worst offender depends on how fast a loaded
+# host answers pings against the tick, so that is printed, not asserted.
+irqcount() { awk -v i="$IRQ:" -v c="CPU3" 'NR == 1 { for (k = 1; k <= NF; k++) if ($k == c) col = k; next }
+	$1 == i { print $(col + 1) }' /proc/interrupts; }
+a=$(irqcount)
 "$CTL" --json noise --probe proc --cpus 3 --duration 3 >$W/p.json 2>$W/p.err
+b=$(irqcount)
 w=$(worst $W/p.json 3)
-case "$(jq -r .probe $W/p.json) $w" in
-"proc irq:$IRQ "*) t_ok "the /proc fallback names the IRQ too" ;;
-*) t_fail "the /proc fallback names the IRQ too (got: $w)"; sed 's/^/# /' $W/p.err ;;
-esac
+n=$(jq -r --arg id "irq:$IRQ" '[.per_cpu[0].sources[] | select(.id == $id) |
+	select(.name | test("eth0-rx-0"))][0].count // 0' $W/p.json)
+t_diag "/proc fallback on CPU 3: IRQ $IRQ counted $n (around the window: $((b - a))), worst $w"
+if [ "$(jq -r .probe $W/p.json)" = proc ] && [ "$n" -gt 0 ] && [ "$n" -le $((b - a)) ]; then
+	t_ok "the /proc fallback counts the IRQ, by name, and says it is the fallback"
+else
+	t_fail "the /proc fallback counts the IRQ, by name, and says it is the fallback"; sed 's/^/# /' $W/p.err
+fi
 for p in $PIDS; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; PIDS=""
 "$CTL" feeder off >/dev/null 2>&1
 echo "$IRQ_AFF" > /proc/irq/$IRQ/smp_affinity_list
