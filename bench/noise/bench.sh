@@ -7,11 +7,7 @@
 #     SETUP: none, cpuset, sched_ext, boot (booted with the boot isolation
 #            of `mltunectl boot show`, nothing else), boot+cpuset (the full
 #            training setup: boot isolation, the training profile, feeder
-#            cores), overhead (a CPU-bound loop on a feeder core with and
-#            without `mltunectl noise` watching it: on a quiet core, and with
-#            the eth0 IRQ and its pings there; run.sh boots that guest with
-#            instruction counting, so the loop's count does not depend on the
-#            host's load)
+#            cores)
 #
 # Load, the same in every setup, on the whole machine: stress-ng (4 CPU, 2
 # timer, 1 fork, 1 socket and 1 I/O stressors: with the feeder tasks more
@@ -22,7 +18,6 @@
 # tick runs wherever nohz_full does not stop it.  Prints
 #   RESULT setup round cpu interruptions seconds
 #   SOURCE setup round id count name...
-#   LOOP scenario alone|noise round iterations  (overhead)
 set -u
 SECS=$1
 ROUNDS=$2
@@ -114,41 +109,8 @@ measure() { # measure SETUP ROUND
 	[ "$(jq -r .probe /tmp/n.json)" = bpf ] || echo "bench: probe $(jq -r .probe /tmp/n.json): $(jq -r .fallback /tmp/n.json)" >&2
 }
 
-# loop SCENARIO ROUND CPU: the loop alone, then under noise watching the
-# feeder cores (the order alternates with the round).
-loop() {
-	alone() { taskset -c $3 noise_plant loop loop 1 | sed -n 's/^iterations //p'; }
-	watched() {
-		$CTL noise --cpus "$FEEDER" -- taskset -c $3 noise_plant loop loop 1 >/tmp/o.out 2>&1
-		sed -n 's/^iterations //p' /tmp/o.out
-	}
-	if [ $(($2 % 2)) = 1 ]; then a=$(alone "$@"); b=$(watched "$@"); else b=$(watched "$@"); a=$(alone "$@"); fi
-	echo "LOOP $1 alone $2 $a"
-	echo "LOOP $1 noise $2 $b"
-}
-
-overhead() {
-	c=$(echo "$CPUS" | tail -n 1)
-	for r in $(seq 1 "$ROUNDS"); do
-		loop quiet "$r" "$c"
-	done
-	irq=$(awk '/eth0-rx-0/ { sub(":", "", $1); print $1 }' /proc/interrupts)
-	old=$(cat /proc/irq/$irq/smp_affinity_list)
-	echo "$c" > /proc/irq/$irq/smp_affinity_list
-	taskset -c 0 ping -A -q 10.0.2.2 >/dev/null 2>&1 & P=$!
-	for r in $(seq 1 "$ROUNDS"); do
-		loop irq "$r" "$c"
-	done
-	kill $P; wait $P 2>/dev/null
-	echo "$old" > /proc/irq/$irq/smp_affinity_list
-}
-
 net_up
 for setup in "$@"; do
-	if [ "$setup" = overhead ]; then
-		overhead
-		continue
-	fi
 	setup_on "$setup"
 	own_on
 	load_on

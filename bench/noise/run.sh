@@ -4,11 +4,11 @@
 # a fixed noisy load, for every isolation mechanism, per kernel of the
 # matrix, counted by `mltunectl noise` (BPF).  Two boots per kernel: one
 # plain (no isolation, the training profile with feeder cores through the
-# cpuset partition, through sched_ext where the kernel has it, and the
-# overhead of noise itself), one with the boot isolation that `mltunectl boot
-# show` recommends for the guest (boot isolation alone, and with the training
-# profile and feeder cores: the full training setup).  bench.sh runs in the
-# guests; results and their account: bench/noise/README.md.
+# cpuset partition, through sched_ext where the kernel has it), one with the
+# boot isolation that `mltunectl boot show` recommends for the guest (boot
+# isolation alone, and with the training profile and feeder cores: the full
+# training setup).  bench.sh runs in the guests.  Then the overhead of noise
+# itself on this machine.  Results and their account: bench/noise/README.md.
 #
 #   bench/noise/run.sh [--no-build] [--kernel S]... [SECONDS [ROUNDS]]
 #                      (default: the matrix, 5 s windows, 3 rounds)
@@ -63,10 +63,6 @@ for k in $kernels; do
 	setups="none cpuset"
 	[ "$k" = 7.2 ] && setups="$setups sched_ext"
 	vm "$k" "$out/$k-plain.log" -- $setups || { rc=1; tail -n 20 "$out/$k-plain.log"; }
-	# Instruction counting, 1 ns per instruction: the loop's iterations
-	# measure what noise costs it, whatever else the host runs.
-	MLTUNE_VM_QEMU_ARGS="-icount shift=0,sleep=on" vm "$k" "$out/$k-overhead.log" -- overhead ||
-		{ rc=1; tail -n 20 "$out/$k-overhead.log"; }
 	boot=$(sed -n 's/^BOOT //p' "$out/$k-plain.log" | tr -d '\r')
 	# only the CPU isolation parameters of the recommendation
 	iso=$(echo "$boot" | tr ' ' '\n' | grep -E '^(isolcpus|nohz_full|rcu_nocbs|irqaffinity|skew_tick|nosoftlockup)' | tr '\n' ' ')
@@ -79,11 +75,37 @@ for k in $kernels; do
 	grep -h '^bench:' "$out/$k"-*.log | sort | uniq -c
 done
 
+# The overhead of noise itself, on this machine's kernel (TCG guests time too
+# unevenly for a 1% question; instruction counting stalls the guests' SMP
+# bring-up): a CPU-bound loop pinned to the last CPU, alone and with
+# `mltunectl noise` watching that CPU, alternating which goes first, the
+# median of each.  Needs root and a kernel with BTF; skipped otherwise.
+ctl=$ROOT/build/userspace/mltunectl
+orounds=${MLTUNE_NOISE_OVERHEAD_ROUNDS:-11}
+echo "==== overhead of noise on a CPU-bound loop (this machine, $(uname -r), $orounds rounds of 2 s)"
+if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && [ -x "$ctl" ]; then
+	c=$(($(nproc) - 1))
+	alone() { taskset -c $c "$plant" loop loop 2 | sed -n 's/^iterations //p'; }
+	watched() { "$ctl" noise --cpus $c -- taskset -c $c "$plant" loop loop 2 | sed -n 's/^iterations //p'; }
+	for r in $(seq 1 "$orounds"); do
+		if [ $((r % 2)) = 1 ]; then a=$(alone); b=$(watched); else b=$(watched); a=$(alone); fi
+		echo "LOOP host alone $r $a"
+		echo "LOOP host noise $r $b"
+	done >"$out/host-overhead.log"
+	awk '$1 == "LOOP" { v[$3] = v[$3] " " $5 }
+		function median(s,   a, m, i, j, x) { m = split(s, a, " "); for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
+			if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
+			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+		END { a = median(v["alone"]); b = median(v["noise"])
+			printf "OVERHEAD host loop alone %d noise %d loss %.3f%%\n", a, b, 100 * (a - b) / a }' "$out/host-overhead.log"
+else
+	echo "overhead: skipped (needs root, /sys/kernel/btf/vmlinux and $ctl)"
+fi
+
 echo "==== foreign interruptions per second and feeder core (median of $rounds rounds of $secs s)"
 for k in $kernels; do
 	cat "$out/$k"-*.log 2>/dev/null | tr -d '\r' | awk -v k="$k" '
 		$1 == "RESULT" { n[$2, $3] += $5; t[$2, $3] = $6; c[$2, $3]++; if (!($2 in seen)) { seen[$2] = 1; order[++ns] = $2 } }
-		$1 == "LOOP" { loop[$2, $3] = loop[$2, $3] " " $5; if (!($2 in sc)) { sc[$2] = 1; scs[++nsc] = $2 } }
 		function median(s,   a, m, i, j, x) { m = split(s, a, " "); for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
 			if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
 			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
@@ -94,8 +116,6 @@ for k in $kernels; do
 			for (i = 1; i <= ns; i++) { s = order[i]
 				printf "RATE %s %s %.1f/s none/%s=%s\n", k, s, med[s], s,
 					med[s] > 0 ? sprintf("%.0fx", med["none"] / med[s]) : "inf" }
-			for (i = 1; i <= nsc; i++) { s = scs[i]; a = median(loop[s, "alone"]); b = median(loop[s, "noise"])
-				printf "OVERHEAD %s %s loop alone %d noise %d loss %.3f%%\n", k, s, a, b, 100 * (a - b) / a }
 		}'
 done
 echo "==== sources per setup (per second and feeder core, summed over rounds)"
