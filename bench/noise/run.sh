@@ -10,7 +10,7 @@
 # training setup).  bench.sh runs in the guests.  Then the overhead of noise
 # itself on this machine.  Results and their account: bench/noise/README.md.
 #
-#   bench/noise/run.sh [--no-build] [--kernel S]... [SECONDS [ROUNDS]]
+#   bench/noise/run.sh [--no-build] [--kernel S]... [--overhead-only] [SECONDS [ROUNDS]]
 #                      (default: the matrix, 5 s windows, 3 rounds)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +19,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernels="$kernels $2"; shift 2 ;;
 	--no-build) nobuild=--no-build; shift ;;
+	--overhead-only) kernels=" "; shift ;;
 	*) break ;;
 	esac
 done
@@ -92,12 +93,15 @@ if [ "$(id -u)" = 0 ] && [ -r /sys/kernel/btf/vmlinux ] && [ -x "$ctl" ]; then
 		echo "LOOP host alone $r $a"
 		echo "LOOP host noise $r $b"
 	done >"$out/host-overhead.log"
-	awk '$1 == "LOOP" { v[$3] = v[$3] " " $5 }
+	# Each round's pair ran back to back: the median of the per-round losses
+	# cancels what the rest of the machine did meanwhile.
+	awk '$1 == "LOOP" { v[$3] = v[$3] " " $5; it[$3, $4] = $5 }
 		function median(s,   a, m, i, j, x) { m = split(s, a, " "); for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++)
-			if (a[j] < a[i]) { x = a[i]; a[i] = a[j]; a[j] = x }
+			if (a[j] + 0 < a[i] + 0) { x = a[i]; a[i] = a[j]; a[j] = x }
 			return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
-		END { a = median(v["alone"]); b = median(v["noise"])
-			printf "OVERHEAD host loop alone %d noise %d loss %.3f%%\n", a, b, 100 * (a - b) / a }' "$out/host-overhead.log"
+		END { for (r = 1; ("alone", r) in it; r++) l = l " " 100 * (it["alone", r] - it["noise", r]) / it["alone", r]
+			printf "OVERHEAD host loop alone %d noise %d (medians), loss per round: median %.3f%%\n",
+				median(v["alone"]), median(v["noise"]), median(l) }' "$out/host-overhead.log"
 else
 	echo "overhead: skipped (needs root, /sys/kernel/btf/vmlinux and $ctl)"
 fi
