@@ -3,8 +3,10 @@
 
 #include "mltune/cpu_plan.hpp"
 #include "mltune/feeder.hpp"
+#include "mltune/noise.hpp"
 #include "mltune/topology.hpp"
 
+#include <cstdio>
 #include <ostream>
 
 namespace mltune::cli {
@@ -15,35 +17,9 @@ struct FeederArgs {
   std::string cpus = "feeder";
   std::string mechanism = "auto";
   std::vector<std::string> cmd;
+  double noise = 0;    // status --noise S: count for S seconds
+  double budget = 100; // interruptions per second and feeder core
 };
-
-// Feeder and housekeeping CPUs: a cpulist, or a role of the plan.
-Result<std::pair<CpuSet, CpuSet>> resolve(const Sysroot &root, const std::string &spec) {
-  if (!spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
-    auto c = parse_cpuset(spec, "--cpus");
-    if (!c) {
-      return c.error();
-    }
-    return std::pair{*c, CpuSet{}};
-  }
-  auto t = discover_topology(root);
-  if (!t) {
-    return t.error();
-  }
-  auto p = make_cpu_plan(*t);
-  if (!p) {
-    return p.error();
-  }
-  auto c = resolve_cpuset(spec, *p);
-  if (!c) {
-    return c.error();
-  }
-  if (c->empty()) {
-    std::string why = p->reasons.empty() ? "" : ": " + p->reasons.back();
-    return input_error("the plan has no '" + spec + "' CPUs" + why + "; give --cpus LIST");
-  }
-  return std::pair{*c, p->housekeeping};
-}
 
 nlohmann::json state_json(const FeederState &s) {
   return {{"active", s.active},
@@ -58,7 +34,48 @@ nlohmann::json state_json(const FeederState &s) {
           {"cpuset_note", s.cpuset_note}};
 }
 
-void print_status(Context &ctx, const FeederStatus &st) {
+// status --noise: each feeder core's foreign interruptions per second
+// against the budget, with the worst offenders; rc 1 when over budget.
+void print_noise(Context &ctx, const NoiseReport &r, double budget) {
+  auto &o = *ctx.out;
+  o << "noise (" << r.seconds << " s, probe " << r.probe << (r.fallback.empty() ? "" : ": " + r.fallback)
+    << "), budget " << budget << " interruptions/s per core:\n";
+  for (const auto &c : r.per_cpu) {
+    const bool over = c.per_second > budget;
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.1f/s", c.per_second);
+    o << "  CPU " << c.cpu << ": " << rate << (over ? " OVER BUDGET" : " ok") << "\n";
+    for (const auto *s : c.offenders(3)) {
+      std::snprintf(rate, sizeof rate, "%.1f/s", r.seconds > 0 ? static_cast<double>(s->count) / r.seconds : 0);
+      o << "    " << rate << "  " << s->name;
+      if (s->ns) {
+        o << " (" << static_cast<double>(*s->ns + s->bh_ns) / 1e6 << " ms)";
+      }
+      if (!s->known.empty() && s->kind != NoiseKind::irq) {
+        o << " [" << s->known << "]";
+      }
+      o << "\n";
+      if (over && !s->fix.empty()) {
+        o << "      fix: " << s->fix << "\n";
+      }
+    }
+  }
+}
+
+nlohmann::json noise_budget_json(const NoiseReport &r, double budget) {
+  nlohmann::json j = noise_json(r);
+  j["budget"] = budget;
+  nlohmann::json over = nlohmann::json::array();
+  for (const auto &c : r.per_cpu) {
+    if (c.per_second > budget) {
+      over.push_back(c.cpu);
+    }
+  }
+  j["over_budget"] = over;
+  return j;
+}
+
+void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise, double budget) {
   if (ctx.json) {
     nlohmann::json j = state_json(st.state);
     j["boot_isolation"] = {{"isolated", st.boot.isolated.str()},
@@ -73,6 +90,9 @@ void print_status(Context &ctx, const FeederStatus &st) {
                       {"attached", st.scx_attached}, {"foreign", st.stats.foreign},    {"stray", st.stats.stray},
                       {"forced", st.stats.forced},   {"preempted", st.stats.preempted}};
     j["partition"] = st.partition;
+    if (noise != nullptr) {
+      j["noise"] = noise_budget_json(*noise, budget);
+    }
     ctx.emit(j);
     return;
   }
@@ -116,9 +136,39 @@ void print_status(Context &ctx, const FeederStatus &st) {
   for (const auto &r : st.choice.reasons) {
     o << "  - " << r << "\n";
   }
+  if (noise != nullptr) {
+    print_noise(ctx, *noise, budget);
+  }
 }
 
 } // namespace
+
+Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec) {
+  if (!spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
+    auto c = parse_cpuset(spec, "--cpus");
+    if (!c) {
+      return c.error();
+    }
+    return std::pair{*c, CpuSet{}};
+  }
+  auto t = discover_topology(root);
+  if (!t) {
+    return t.error();
+  }
+  auto p = make_cpu_plan(*t);
+  if (!p) {
+    return p.error();
+  }
+  auto c = resolve_cpuset(spec, *p);
+  if (!c) {
+    return c.error();
+  }
+  if (c->empty()) {
+    std::string why = p->reasons.empty() ? "" : ": " + p->reasons.back();
+    return input_error("the plan has no '" + spec + "' CPUs" + why + "; give --cpus LIST");
+  }
+  return std::pair{*c, p->housekeeping};
+}
 
 void register_feeder(CLI::App &app, Context &ctx) {
   auto args = std::make_shared<FeederArgs>();
@@ -126,13 +176,41 @@ void register_feeder(CLI::App &app, Context &ctx) {
   f->require_subcommand(1);
 
   auto *status = f->add_subcommand("status", "Show the feeder state, the mechanism choice and why");
-  status->callback([&ctx] {
-    auto st = feeder_status(ctx.root());
+  status->add_option("--noise", args->noise, "Also count each feeder core's interruptions for S seconds")
+      ->type_name("S");
+  status->add_option("--budget", args->budget, "Interruptions per second a feeder core may take (with --noise)")
+      ->capture_default_str();
+  status->callback([&ctx, args] {
+    const Sysroot root = ctx.root();
+    auto st = feeder_status(root);
     if (!st) {
       ctx.fail(st.error());
       return;
     }
-    print_status(ctx, *st);
+    if (!(args->noise > 0)) {
+      print_status(ctx, *st, nullptr, 0);
+      return;
+    }
+    auto cpus = noise_cpus(root, "feeder");
+    if (!cpus) {
+      ctx.fail(with_context(cpus.error(), "--noise: feeder cores"));
+      return;
+    }
+    NoiseOptions opt;
+    opt.cpus = *cpus;
+    opt.seconds = args->noise;
+    opt.own_cgroup = st->state.cgroup;
+    auto r = measure_noise(root, opt);
+    if (!r) {
+      ctx.fail(r.error());
+      return;
+    }
+    print_status(ctx, *st, &*r, args->budget);
+    for (const auto &c : r->per_cpu) {
+      if (c.per_second > args->budget) {
+        ctx.rc = k_exit_failed;
+      }
+    }
   });
 
   auto *on = f->add_subcommand("on", "Keep the feeder CPUs for the feeder cgroup (or change its CPUs)");
@@ -140,7 +218,7 @@ void register_feeder(CLI::App &app, Context &ctx) {
   on->add_option("--mechanism", args->mechanism, "auto, sched_ext or cpuset")->capture_default_str();
   on->callback([&ctx, args] {
     const Sysroot root = ctx.root();
-    auto cpus = resolve(root, args->cpus);
+    auto cpus = resolve_feeder_cpus(root, args->cpus);
     if (!cpus) {
       ctx.fail(cpus.error());
       return;
