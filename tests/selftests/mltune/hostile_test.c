@@ -84,6 +84,7 @@ static void walk(struct snap *s, const char *dir)
 		} else if (S_ISREG(st.st_mode) && (st.st_mode & 0444) &&
 			   s->nr < MAX_FILES) {
 			memcpy(s->f[s->nr].path, p, strlen(p) + 1);
+			s->f[s->nr].data = NULL;
 			s->nr++;
 		}
 	}
@@ -109,10 +110,12 @@ static const char *const knob_files[] = {
 
 static void add_knob_files(struct snap *s)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(knob_files); i++)
-		if (s->nr < MAX_FILES && !access(knob_files[i], R_OK))
-			snprintf(s->f[s->nr++].path, sizeof(s->f[0].path), "%s",
-				 knob_files[i]);
+	for (size_t i = 0; i < ARRAY_SIZE(knob_files); i++) {
+		if (s->nr >= MAX_FILES || access(knob_files[i], R_OK))
+			continue;
+		snprintf(s->f[s->nr].path, sizeof(s->f[0].path), "%s", knob_files[i]);
+		s->f[s->nr++].data = NULL;
+	}
 }
 
 /*
@@ -126,10 +129,20 @@ static bool switch_record(const char *path)
 	       !strcmp(path, MLTUNE_SYSFS "/last_switch");
 }
 
-static void snap_take(struct snap *s)
+/* Read @f afresh into its saved contents. */
+static void file_load(struct file *f)
 {
 	static char buf[MAX_READ];
 
+	free(f->data);
+	f->len = f->fd < 0 ? -EBADF : read_fd(f->fd, buf, sizeof(buf));
+	f->data = malloc(f->len > 0 ? f->len : 1);
+	if (f->len > 0)
+		memcpy(f->data, buf, f->len);
+}
+
+static void snap_take(struct snap *s)
+{
 	snap_free(s);
 	walk(s, MLTUNE_SYSFS);
 	add_knob_files(s);
@@ -137,29 +150,16 @@ static void snap_take(struct snap *s)
 		struct file *f = &s->f[i];
 
 		f->fd = open(f->path, O_RDONLY);
-		f->len = f->fd < 0 ? -errno : read_fd(f->fd, buf, sizeof(buf));
-		f->data = malloc(f->len > 0 ? f->len : 1);
-		if (f->len > 0)
-			memcpy(f->data, buf, f->len);
+		file_load(f);
 	}
 }
 
 /* Read generation and last_switch into @s again (a switch ran). */
 static void snap_refresh_switch(struct snap *s)
 {
-	static char buf[MAX_READ];
-
-	for (int i = 0; i < s->nr; i++) {
-		struct file *f = &s->f[i];
-
-		if (!switch_record(f->path))
-			continue;
-		free(f->data);
-		f->len = read_fd(f->fd, buf, sizeof(buf));
-		f->data = malloc(f->len > 0 ? f->len : 1);
-		if (f->len > 0)
-			memcpy(f->data, buf, f->len);
-	}
+	for (int i = 0; i < s->nr; i++)
+		if (switch_record(s->f[i].path))
+			file_load(&s->f[i]);
 }
 
 /* Whether the tree still has exactly the files of @s. */
@@ -387,8 +387,8 @@ static ssize_t write_at(const char *path, const char *buf, size_t len, off_t off
 	return n;
 }
 
-/* The profiles defined when the program started, one per line. */
-static char *initial;
+/* "\n" and the profiles defined when the program started, one per line. */
+static char initial[4096];
 
 /* Back to the baseline: no feeder cores, no pool, no profile of ours. */
 static void restore(void)
@@ -408,15 +408,13 @@ static void restore(void)
 		mltune_write_file(p, "0");
 	}
 	/* Every profile that was not there when the program started. */
-	if (!initial)
-		initial = slurp(CONTROL_FILE);
 	list = slurp(CONTROL_FILE);
+	if (!initial[0])
+		snprintf(initial, sizeof(initial), "\n%s", list ? list : "");
 	for (name = list ? strtok_r(list, "\n", &save) : NULL; name;
 	     name = strtok_r(NULL, "\n", &save)) {
 		snprintf(cmd, sizeof(cmd), "\n%.70s\n", name);
-		if (initial && strstr(initial, cmd + 1) == initial)
-			continue;
-		if (initial && strstr(initial, cmd))
+		if (strstr(initial, cmd))
 			continue;
 		snprintf(cmd, sizeof(cmd), "-%.70s", name);
 		mltune_write_file(CONTROL_FILE, cmd);
@@ -441,12 +439,9 @@ FIXTURE_SETUP(hostile)
 	ASSERT_EQ(0, mltune_write_file(CONTROL_FILE, "+" SCRATCH));
 	self->nt = 0;
 #define ADD(p_, k_) do { \
+		memset(&self->t[self->nt], 0, sizeof(self->t[0])); \
 		snprintf(self->t[self->nt].path, sizeof(self->t[0].path), "%s", p_); \
-		self->t[self->nt].kind = k_; \
-		self->t[self->nt].tries = 0; \
-		self->t[self->nt].accepted = 0; \
-		self->t[self->nt].refused = 0; \
-		self->nt++; \
+		self->t[self->nt++].kind = k_; \
 	} while (0)
 	ADD(PROFILE_FILE, K_NAME);
 	ADD(CONTROL_FILE, K_CONTROL);
