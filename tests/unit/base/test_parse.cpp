@@ -36,6 +36,21 @@ TEST(Trim, AllWhitespaceBothEnds) {
   EXPECT_EQ(trim("x"), "x");
 }
 
+TEST(Split, WordsOnAnyWhitespaceRun) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(split_words("  a\tbb \n c  "), (V{"a", "bb", "c"}));
+  EXPECT_EQ(split_words("4096 87380 6291456"), (V{"4096", "87380", "6291456"}));
+  EXPECT_TRUE(split_words(" \t\n").empty());
+  EXPECT_TRUE(split_words("").empty());
+}
+
+TEST(Split, LinesWithAndWithoutTheLastNewline) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(split_lines("a\n\nb\n"), (V{"a", "", "b"}));
+  EXPECT_EQ(split_lines("a\nb"), (V{"a", "b"}));
+  EXPECT_TRUE(split_lines("").empty());
+}
+
 TEST(WithContext, KeepsKindAndErrno) {
   const Error e = with_context(sys_error("/proc/irq/26/smp_affinity_list: open", ENOENT), "NIC step: eth0");
   EXPECT_EQ(e.kind, Errc::failed);

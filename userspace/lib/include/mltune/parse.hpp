@@ -1,6 +1,7 @@
 // The one family of strict text parsers in libmltune: every integer, every
 // trimmed line that the library reads from sysfs, procfs, a profile or the
-// command line goes through these (systemd's parse-util is the model).
+// command line goes through these (systemd's parse-util is the model), and
+// every split of such text into lines or words.
 //
 // parse_int<T>() accepts exactly an optional '-' (signed T only), then one or
 // more digits of `base` (10 or 16; "0x" is not accepted, hex is written bare as
@@ -8,10 +9,12 @@
 // trailing junk, no overflow.  Callers that read a file trim() first.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <concepts>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace mltune {
 
@@ -29,6 +32,38 @@ constexpr std::string_view trim(std::string_view s) {
     s.remove_suffix(1);
   }
   return s;
+}
+
+// The words of `s`, separated by runs of whitespace (is_space).
+inline std::vector<std::string_view> split_words(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_space(s[i])) {
+      ++i;
+    }
+    size_t j = i;
+    while (j < s.size() && !is_space(s[j])) {
+      ++j;
+    }
+    if (j > i) {
+      out.push_back(s.substr(i, j - i));
+    }
+    i = j;
+  }
+  return out;
+}
+
+// The lines of `s` without their '\n' (a last line without one counts too).
+inline std::vector<std::string_view> split_lines(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    const size_t e = std::min(s.find('\n', pos), s.size());
+    out.push_back(s.substr(pos, e - pos));
+    pos = e + 1;
+  }
+  return out;
 }
 
 template <std::integral T> std::optional<T> parse_int(std::string_view s, int base = 10) {

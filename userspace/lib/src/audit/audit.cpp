@@ -22,32 +22,6 @@ namespace mltune {
 
 namespace detail {
 
-std::vector<std::string> words(std::string_view s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    const size_t b = s.find_first_not_of(" \t", pos);
-    if (b == std::string_view::npos) {
-      break;
-    }
-    const size_t e = std::min(s.find_first_of(" \t", b), s.size());
-    out.emplace_back(s.substr(b, e - b));
-    pos = e;
-  }
-  return out;
-}
-
-std::vector<std::string_view> lines(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    const size_t e = std::min(s.find('\n', pos), s.size());
-    out.push_back(s.substr(pos, e - pos));
-    pos = e + 1;
-  }
-  return out;
-}
-
 std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -95,9 +69,6 @@ std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
 } // namespace detail
 
 namespace {
-
-using detail::lines;
-using detail::words;
 
 constexpr long long k_nofile_wanted = 1048576;
 
@@ -229,8 +200,8 @@ void audit_memory(const Profile &profile, const Sysroot &root, std::vector<Findi
   if (swaps) {
     long long kib = 0;
     int devices = 0;
-    for (const auto line : lines(*swaps)) {
-      const auto w = words(line);
+    for (const auto line : split_lines(*swaps)) {
+      const auto w = split_words(line);
       if (w.size() >= 3 && is_number(w[2])) {
         ++devices;
         kib += to_ll(w[2]);
@@ -267,8 +238,8 @@ std::map<std::string, std::string> configured_limits(const Sysroot &root, std::s
     if (!text) {
       continue;
     }
-    for (const auto line : lines(*text)) {
-      const auto w = words(line.substr(0, line.find('#')));
+    for (const auto line : split_lines(*text)) {
+      const auto w = split_words(line.substr(0, line.find('#')));
       if (w.size() != 4 || w[0] != "*" || w[2] != item) {
         continue;
       }
@@ -320,18 +291,18 @@ void audit_limits(const Sysroot &root, std::vector<Finding> &out) {
     if (!proc_limits) {
       continue;
     }
-    for (const auto line : lines(*proc_limits)) {
+    for (const auto line : split_lines(*proc_limits)) {
       if (!line.starts_with(l.proc_name)) {
         continue;
       }
-      const auto w = words(line.substr(l.proc_name.size()));
+      const auto w = split_words(line.substr(l.proc_name.size()));
       if (w.size() < 2) {
         break;
       }
       Finding e{"limits:" + std::string(l.item) + ":effective",
                 "limits",
                 Severity::ok,
-                "soft " + w[0] + ", hard " + w[1],
+                "soft " + std::string(w[0]) + ", hard " + std::string(w[1]),
                 std::string(l.want_text),
                 std::string(l.impact),
                 {}};
@@ -371,8 +342,8 @@ void audit_irqbalance(const Sysroot &root, std::vector<Finding> &out) {
   const bool running = irqbalance_pid(root) > 0;
   bool banned = false;
   if (auto cfg = root.read("/etc/default/irqbalance")) {
-    for (const auto line : lines(*cfg)) {
-      const auto w = words(line);
+    for (const auto line : split_lines(*cfg)) {
+      const auto w = split_words(line);
       banned = banned || (!w.empty() && (w[0].starts_with("IRQBALANCE_BANNED_CPUS=") ||
                                          w[0].starts_with("IRQBALANCE_BANNED_CPULIST=")));
     }

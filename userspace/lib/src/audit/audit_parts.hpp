@@ -13,10 +13,6 @@
 
 namespace mltune::detail {
 
-// Whitespace-separated words of `s`.
-std::vector<std::string> words(std::string_view s);
-// The lines of `s`, without their '\n'.
-std::vector<std::string_view> lines(std::string_view s);
 // Runs argv (argv[0] a path) with stderr discarded; its stdout, or nullopt
 // when it cannot run or exits non-zero.
 std::optional<std::string> run_capture(const std::vector<std::string> &argv);

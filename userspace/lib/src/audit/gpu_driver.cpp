@@ -133,7 +133,7 @@ std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::
   if (!out) {
     return rows;
   }
-  for (const auto line : lines(*out)) {
+  for (const auto line : split_lines(*out)) {
     auto f = csv_fields(line);
     if (f.size() == nfields && !sysfs_pci_address(f[0]).empty()) {
       rows[sysfs_pci_address(f[0])] = std::move(f);
@@ -393,12 +393,12 @@ struct PowerProfiles {
 
 PowerProfiles power_profiles(std::string_view text) {
   PowerProfiles p;
-  for (const auto line : lines(text)) {
-    const auto w = words(line);
+  for (const auto line : split_lines(text)) {
+    const auto w = split_words(line);
     if (w.size() < 2 || !parse_int<unsigned>(w[0])) {
       continue;
     }
-    std::string name = w[1];
+    std::string name(w[1]);
     const auto colon = line.find(':');
     const bool active = line.substr(0, colon).find('*') != std::string_view::npos;
     name.erase(std::remove_if(name.begin(), name.end(), [](char c) { return c == '*' || c == ':'; }), name.end());
@@ -406,7 +406,7 @@ PowerProfiles power_profiles(std::string_view text) {
       p.active = name;
     }
     if (name == "COMPUTE") {
-      p.compute_index = w[0];
+      p.compute_index = std::string(w[0]);
     }
   }
   return p;

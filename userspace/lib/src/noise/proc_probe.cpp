@@ -17,40 +17,10 @@ namespace mltune {
 
 namespace {
 
-std::vector<std::string_view> split_ws(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && is_space(s[i])) {
-      ++i;
-    }
-    size_t j = i;
-    while (j < s.size() && !is_space(s[j])) {
-      ++j;
-    }
-    if (j > i) {
-      out.push_back(s.substr(i, j - i));
-    }
-    i = j;
-  }
-  return out;
-}
-
-std::vector<std::string_view> lines_of(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    const size_t e = std::min(s.find('\n', pos), s.size());
-    out.push_back(s.substr(pos, e - pos));
-    pos = e + 1;
-  }
-  return out;
-}
-
 // "CPU0 CPU1 CPU3": the CPU of each column.
 std::vector<unsigned> header_cpus(std::string_view line) {
   std::vector<unsigned> cpus;
-  for (auto t : split_ws(line)) {
+  for (auto t : split_words(line)) {
     if (t.starts_with("CPU")) {
       if (auto c = parse_int<unsigned>(t.substr(3))) {
         cpus.push_back(*c);
@@ -100,7 +70,7 @@ Status read_interrupts(const Sysroot &root, Snapshot &s) {
   if (!text) {
     return text.error();
   }
-  const auto lines = lines_of(*text);
+  const auto lines = split_lines(*text);
   if (lines.empty()) {
     return failure("/proc/interrupts: empty");
   }
@@ -114,7 +84,7 @@ Status read_interrupts(const Sysroot &root, Snapshot &s) {
       continue;
     }
     const auto label = trim(lines[i].substr(0, colon));
-    const auto tok = split_ws(lines[i].substr(colon + 1));
+    const auto tok = split_words(lines[i].substr(colon + 1));
     if (tok.size() < cpus.size()) {
       continue; // ERR:, MIS: (one count for all CPUs)
     }
@@ -152,7 +122,7 @@ Status read_softirqs(const Sysroot &root, Snapshot &s) {
   if (!text) {
     return text.error();
   }
-  const auto lines = lines_of(*text);
+  const auto lines = split_lines(*text);
   const auto cpus = lines.empty() ? std::vector<unsigned>{} : header_cpus(lines[0]);
   if (cpus.empty()) {
     return failure("/proc/softirqs: no CPU columns");
@@ -163,7 +133,7 @@ Status read_softirqs(const Sysroot &root, Snapshot &s) {
       continue;
     }
     const std::string name(trim(lines[i].substr(0, colon)));
-    const auto tok = split_ws(lines[i].substr(colon + 1));
+    const auto tok = split_words(lines[i].substr(colon + 1));
     for (size_t c = 0; c < cpus.size() && c < tok.size(); ++c) {
       if (auto v = parse_int<std::uint64_t>(tok[c])) {
         s.counts[{cpus[c], RawKind::softirq, 0, name}] = *v;
@@ -178,7 +148,7 @@ std::string cgroup_of(const Sysroot &root, const std::string &pid) {
   if (!text) {
     return "";
   }
-  for (auto line : lines_of(*text)) {
+  for (auto line : split_lines(*text)) {
     if (line.starts_with("0::")) {
       return std::string(trim(line.substr(3)));
     }
@@ -198,7 +168,7 @@ void read_tasks(const Sysroot &root, Snapshot &s) {
         continue; // exited meanwhile
       }
       const auto stat = proc::parse_stat(*text);
-      const auto st = split_ws(*sched);
+      const auto st = split_words(*sched);
       const auto cpu = stat ? stat->field<unsigned>(proc::k_stat_processor) : std::nullopt;
       if (!cpu || st.size() < 3) {
         continue;

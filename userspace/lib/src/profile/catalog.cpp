@@ -81,19 +81,6 @@ constexpr CatalogEntry k_catalog[] = {
      "khugepaged compaction competes with the job for memory bandwidth"},
 };
 
-// The space-separated words of `s` ("min default max", a choice list).
-std::vector<std::string_view> words(std::string_view s) {
-  std::vector<std::string_view> out;
-  while (!s.empty()) {
-    const size_t end = std::min(s.find(' '), s.size());
-    if (end > 0) {
-      out.push_back(s.substr(0, end));
-    }
-    s.remove_prefix(std::min(end + 1, s.size()));
-  }
-  return out;
-}
-
 } // namespace
 
 std::string_view to_string(Severity s) {
@@ -131,7 +118,7 @@ std::optional<std::string> catalog_check(const CatalogEntry &e, std::string_view
   switch (e.type) {
   case integer: return range(value);
   case int_list: {
-    const auto ints = words(value);
+    const auto ints = split_words(value);
     for (const auto w : ints) {
       if (auto err = range(w)) {
         return err;
@@ -143,7 +130,7 @@ std::optional<std::string> catalog_check(const CatalogEntry &e, std::string_view
     return std::nullopt;
   }
   case choice: {
-    const auto cs = words(e.choices);
+    const auto cs = split_words(e.choices);
     if (std::find(cs.begin(), cs.end(), value) != cs.end()) {
       return std::nullopt;
     }
