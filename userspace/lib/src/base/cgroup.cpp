@@ -79,6 +79,26 @@ Status clear_partition(const Sysroot &root, std::string_view cg) {
   return root.write_value(path(cg, "cpuset.cpus.partition"), "member");
 }
 
+std::string of_task(const Sysroot &root, std::string_view task_dir) {
+  auto text = root.read(std::string(task_dir) + "/cgroup");
+  if (!text) {
+    return "";
+  }
+  for (auto line : split_lines(*text)) {
+    if (line.starts_with("0::")) {
+      return std::string(trim(line.substr(3)));
+    }
+  }
+  return "";
+}
+
+bool is_within(std::string_view cg, std::string_view ancestor) {
+  if (ancestor == "/" || cg == ancestor) {
+    return true;
+  }
+  return cg.starts_with(ancestor) && cg.size() > ancestor.size() && cg[ancestor.size()] == '/';
+}
+
 std::map<std::uint64_t, std::string> by_id(const Sysroot &root) {
   namespace fs = std::filesystem;
   std::map<std::uint64_t, std::string> out;

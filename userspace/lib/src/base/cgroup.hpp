@@ -38,6 +38,14 @@ bool is_valid(std::string_view state, std::string_view type);
 // Back to an ordinary member cgroup.
 Status clear_partition(const Sysroot &root, std::string_view cg);
 
+// The cgroup v2 path of a task ("/a/b", "/" for the root) from the "0::"
+// line of TASK_DIR/cgroup (TASK_DIR: "/proc/PID" or "/proc/PID/task/TID");
+// "" when the task is gone or has no v2 line.
+std::string of_task(const Sysroot &root, std::string_view task_dir);
+
+// `cg` is `ancestor` or below it ("/a/b" is below "/a", "/ab" is not).
+bool is_within(std::string_view cg, std::string_view ancestor);
+
 // Every cgroup by its id (the inode number of its directory, which BPF's
 // cgroup ids are): id -> path ("/" for the root, "/a/b" below it).
 std::map<std::uint64_t, std::string> by_id(const Sysroot &root);

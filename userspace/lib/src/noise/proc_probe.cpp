@@ -8,6 +8,7 @@
 //                               approximate for a thread that moved
 #include "mltune/noise.hpp"
 
+#include "base/cgroup.hpp"
 #include "base/proc.hpp"
 #include "mltune/parse.hpp"
 
@@ -143,23 +144,10 @@ Status read_softirqs(const Sysroot &root, Snapshot &s) {
   return {};
 }
 
-std::string cgroup_of(const Sysroot &root, const std::string &pid) {
-  auto text = root.read("/proc/" + pid + "/cgroup");
-  if (!text) {
-    return "";
-  }
-  for (auto line : split_lines(*text)) {
-    if (line.starts_with("0::")) {
-      return std::string(trim(line.substr(3)));
-    }
-  }
-  return "";
-}
-
 void read_tasks(const Sysroot &root, Snapshot &s) {
   for (const int pid : proc::pids(root.list_dir("/proc"))) {
     const std::string pdir = "/proc/" + std::to_string(pid);
-    const std::string cg = cgroup_of(root, std::to_string(pid));
+    const std::string cg = cgroup::of_task(root, pdir);
     for (const int tid : proc::pids(root.list_dir(pdir + "/task"))) {
       const std::string dir = pdir + "/task/" + std::to_string(tid);
       auto text = root.read(dir + "/stat");

@@ -97,17 +97,9 @@ public:
       }
       std::replace(t.cmdline.begin(), t.cmdline.end(), '\0', ' ');
     }
-    t.cgroup = "/";
-    if (auto cg = root_.read(base + "/cgroup")) {
-      size_t pos = 0;
-      while (pos < cg->size()) {
-        const size_t e = std::min(cg->find('\n', pos), cg->size());
-        const std::string_view line(cg->data() + pos, e - pos);
-        if (line.starts_with("0::")) {
-          t.cgroup = std::string(line.substr(3));
-        }
-        pos = e + 1;
-      }
+    t.cgroup = cgroup::of_task(root_, base);
+    if (t.cgroup.empty()) {
+      t.cgroup = "/";
     }
     return t;
   }
