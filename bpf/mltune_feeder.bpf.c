@@ -9,6 +9,12 @@
  *  - feeder CPUs run only feeder tasks and per-CPU kthreads;
  *  - a task whose affinity leaves no CPU of its kind runs where its affinity
  *    says and is counted in stats.forced (never a stall);
+ *  - real-time and DEADLINE threads are not scheduled by sched_ext: a
+ *    sched_switch program counts those outside the feeder cgroup that start
+ *    on a feeder CPU (per-CPU kthreads and threads whose affinity is that
+ *    one CPU aside) and records them in the intruders map, from which the
+ *    feeder watcher in user space moves them off (stats.rt_foreign,
+ *    stats.dl_foreign);
  *  - cfg is a map rewritten by user space at runtime; busy CPUs notice a
  *    change at the next tick (the wrong-kind task's slice is cut to 0),
  *    queued tasks at their next dispatch.
@@ -31,6 +37,9 @@ char _license[] SEC("license") = "GPL";
 #define NORMAL_DSQ	2
 #define SLICE_NS	5000000ULL
 #define PF_KTHREAD_FLAG	0x00200000
+#define POLICY_FIFO	1
+#define POLICY_RR	2
+#define POLICY_DEADLINE	6
 
 /* kfuncs (kernel/sched/ext.c, ext_idle.c, kernel/bpf/bpf_iter.c) */
 extern s32 scx_bpf_create_dsq(u64 dsq_id, s32 node) __ksym;
@@ -68,6 +77,13 @@ struct {
 	__type(key, u32);
 	__type(value, struct mltune_feeder_uei);
 } uei SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, MLTUNE_FEEDER_MAX_INTRUDERS);
+	__type(key, u32);
+	__type(value, struct mltune_feeder_intruder);
+} intruders SEC(".maps");
 
 static struct mltune_feeder_cfg *get_cfg(void)
 {
@@ -284,6 +300,47 @@ void BPF_PROG(mltune_running, struct task_struct *p)
 		s->stray++;
 	else
 		s->foreign++;
+}
+
+/*
+ * Real-time and DEADLINE threads outside the feeder cgroup starting on a
+ * feeder CPU.  A thread allowed on that CPU alone is someone's explicit
+ * choice (and per-CPU kthreads belong everywhere): not counted.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(mltune_rt_guard, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	struct mltune_feeder_cfg *c = get_cfg();
+	struct mltune_feeder_stats *s = get_stats();
+	struct mltune_feeder_intruder *in, fresh = {};
+	s32 cpu = bpf_get_smp_processor_id();
+	u32 policy = next->policy;
+	u32 tid = next->pid;
+
+	if (!c || !s || !cpu_is_feeder(c, cpu))
+		return 0;
+	if (policy != POLICY_FIFO && policy != POLICY_RR && policy != POLICY_DEADLINE)
+		return 0;
+	if (next->nr_cpus_allowed <= 1 || task_is_feeder(next, c))
+		return 0;
+	if (policy == POLICY_DEADLINE)
+		s->dl_foreign++;
+	else
+		s->rt_foreign++;
+	in = bpf_map_lookup_elem(&intruders, &tid);
+	if (in) {
+		in->cpu = cpu;
+		in->policy = policy;
+		__sync_fetch_and_add(&in->count, 1);
+		return 0;
+	}
+	fresh.cpu = cpu;
+	fresh.policy = policy;
+	fresh.count = 1;
+	bpf_probe_read_kernel_str(fresh.comm, sizeof(fresh.comm), next->comm);
+	bpf_map_update_elem(&intruders, &tid, &fresh, BPF_NOEXIST);
+	return 0;
 }
 
 SEC("struct_ops.s/mltune_init")

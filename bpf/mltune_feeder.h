@@ -7,7 +7,11 @@
  *          rewritten by user space at runtime (no reload), gen bumped each time
  *   stats  PERCPU_ARRAY[1] of struct mltune_feeder_stats
  *   uei    ARRAY[1] of struct mltune_feeder_uei: filled by ops.exit()
+ *   intruders LRU_HASH tid -> struct mltune_feeder_intruder: real-time and
+ *          DEADLINE threads (which sched_ext does not schedule) seen starting
+ *          on a feeder CPU; the feeder watcher moves them and deletes the entry
  *   link   the struct_ops link; unpinning it (feeder off) unloads the scheduler
+ *   rtguard the sched_switch link that fills intruders
  */
 #ifndef MLTUNE_FEEDER_H
 #define MLTUNE_FEEDER_H
@@ -17,6 +21,7 @@
 #define MLTUNE_FEEDER_MAX_CPUS 1024
 #define MLTUNE_FEEDER_MASK_WORDS (MLTUNE_FEEDER_MAX_CPUS / 64)
 #define MLTUNE_FEEDER_MAX_LEVEL 32
+#define MLTUNE_FEEDER_MAX_INTRUDERS 1024
 
 struct mltune_feeder_cfg {
 	unsigned long long cgid;   /* feeder cgroup id (cgroup2 inode number) */
@@ -34,6 +39,16 @@ struct mltune_feeder_stats {
 	unsigned long long normal_enq;
 	unsigned long long kthread_enq;
 	unsigned long long preempted; /* tick found a task on the wrong kind of CPU */
+	/* a non-feeder SCHED_FIFO/RR thread switched in on a feeder CPU */
+	unsigned long long rt_foreign;
+	unsigned long long dl_foreign; /* the same for SCHED_DEADLINE */
+};
+
+struct mltune_feeder_intruder {
+	unsigned int cpu;         /* the feeder CPU it last started on */
+	unsigned int policy;      /* SCHED_FIFO 1, SCHED_RR 2, SCHED_DEADLINE 6 */
+	unsigned long long count; /* starts on feeder CPUs since recorded */
+	char comm[16];
 };
 
 struct mltune_feeder_uei {

@@ -99,6 +99,10 @@ int mltune_scx_attach(const char *pin_dir, const struct mltune_feeder_cfg *cfg,
 		pin_path(path, sizeof(path), pin_dir, "uei");
 		ret = bpf_map__pin(skel->maps.uei, path);
 	}
+	if (!ret) {
+		pin_path(path, sizeof(path), pin_dir, "intruders");
+		ret = bpf_map__pin(skel->maps.intruders, path);
+	}
 	if (ret) {
 		fail(err, errlen, ret, "pin maps in %s: %s", pin_dir, strerror(-ret));
 		goto unpin;
@@ -121,12 +125,34 @@ int mltune_scx_attach(const char *pin_dir, const struct mltune_feeder_cfg *cfg,
 	/* The pinned link keeps the scheduler; drop our references. */
 	bpf_link__disconnect(link);
 	bpf_link__destroy(link);
+	/*
+	 * The real-time guard: without it the feeder promise does not hold for
+	 * SCHED_FIFO/RR/DEADLINE threads, so a guard that cannot attach
+	 * unloads the scheduler again.
+	 */
+	link = bpf_program__attach(skel->progs.mltune_rt_guard);
+	ret = link ? 0 : -errno;
+	if (!ret) {
+		pin_path(path, sizeof(path), pin_dir, "rtguard");
+		ret = bpf_link__pin(link, path);
+		if (!ret)
+			bpf_link__disconnect(link);
+		bpf_link__destroy(link);
+	}
+	if (ret) {
+		fail(err, errlen, ret, "attach the real-time guard (tp_btf/sched_switch): %s",
+		     strerror(-ret));
+		pin_path(path, sizeof(path), pin_dir, "link");
+		unlink(path);
+		goto unpin;
+	}
 	mltune_feeder__destroy(skel);
 	return 0;
 unpin:
 	bpf_map__unpin(skel->maps.cfg, NULL);
 	bpf_map__unpin(skel->maps.stats, NULL);
 	bpf_map__unpin(skel->maps.uei, NULL);
+	bpf_map__unpin(skel->maps.intruders, NULL);
 out:
 	mltune_feeder__destroy(skel);
 	return ret;
@@ -206,13 +232,58 @@ int mltune_scx_read_stats(const char *pin_dir, struct mltune_feeder_stats *sum,
 		sum->normal_enq += per[i].normal_enq;
 		sum->kthread_enq += per[i].kthread_enq;
 		sum->preempted += per[i].preempted;
+		sum->rt_foreign += per[i].rt_foreign;
+		sum->dl_foreign += per[i].dl_foreign;
 	}
 	return 0;
 }
 
+int mltune_scx_read_intruders(const char *pin_dir, __u32 *tids,
+			      struct mltune_feeder_intruder *out, size_t max,
+			      char *err, size_t errlen)
+{
+	__u32 key, next;
+	size_t n = 0;
+	int fd, ret;
+
+	fd = open_map(pin_dir, "intruders", err, errlen);
+	if (fd < 0)
+		return fd;
+	ret = bpf_map_get_next_key(fd, NULL, &next);
+	while (!ret && n < max) {
+		key = next;
+		/* An entry the guard's LRU evicted meanwhile is skipped. */
+		if (!bpf_map_lookup_elem(fd, &key, &out[n]))
+			tids[n++] = key;
+		ret = bpf_map_get_next_key(fd, &key, &next);
+	}
+	if (ret && errno != ENOENT) {
+		ret = fail(err, errlen, errno, "read intruders: %s", strerror(errno));
+		close(fd);
+		return ret;
+	}
+	close(fd);
+	return (int)n;
+}
+
+int mltune_scx_forget_intruder(const char *pin_dir, __u32 tid, char *err, size_t errlen)
+{
+	int fd, ret = 0;
+
+	fd = open_map(pin_dir, "intruders", err, errlen);
+	if (fd < 0)
+		return fd;
+	if (bpf_map_delete_elem(fd, &tid) && errno != ENOENT)
+		ret = fail(err, errlen, errno, "forget intruder %u: %s", tid, strerror(errno));
+	close(fd);
+	return ret;
+}
+
 int mltune_scx_detach(const char *pin_dir, char *err, size_t errlen)
 {
-	static const char *const names[] = { "link", "cfg", "stats", "uei" };
+	static const char *const names[] = {
+		"rtguard", "link", "cfg", "stats", "uei", "intruders",
+	};
 	char path[256];
 	int ret = 0;
 	size_t i;

@@ -11,6 +11,7 @@
 #define MLTUNE_SCX_H
 
 #include <stddef.h>
+#include <linux/types.h>
 #include "mltune_feeder.h"
 
 #ifdef __cplusplus
@@ -30,6 +31,15 @@ int mltune_scx_read_stats(const char *pin_dir, struct mltune_feeder_stats *sum,
 			  char *err, size_t errlen);
 int mltune_scx_read_uei(const char *pin_dir, struct mltune_feeder_uei *uei,
 			char *err, size_t errlen);
+/*
+ * Up to @max entries of the intruders map (real-time threads seen on feeder
+ * CPUs): their TIDs in @tids, records in @out; returns how many, or -errno.
+ */
+int mltune_scx_read_intruders(const char *pin_dir, __u32 *tids,
+			      struct mltune_feeder_intruder *out, size_t max,
+			      char *err, size_t errlen);
+/* Deletes one entry (done with it); an absent one is not an error. */
+int mltune_scx_forget_intruder(const char *pin_dir, __u32 tid, char *err, size_t errlen);
 /* Unpins link and maps: the scheduler is unloaded when the link goes. */
 int mltune_scx_detach(const char *pin_dir, char *err, size_t errlen);
 

@@ -9,17 +9,21 @@
 # after it still restores every affinity exactly.  On 7.2 (sched_ext): the
 # scheduler's foreign counter stays 0, the scheduler stays attached after the
 # CLI exits, and an injected error leads to the cpuset fallback reported by
-# `feeder status`.
+# `feeder status`.  Real-time threads outside the feeder cgroup leave the
+# feeder CPUs with either mechanism (sched_ext does not schedule them: its
+# guard and the sweep at `feeder on` move them) and get their own affinity
+# back at `feeder off`.
 . "$(dirname "$0")/lib.sh"
 CTL=${MLTUNECTL:-/usr/sbin/mltunectl}
 FEEDER=2-3
 SAMPLES=${FEEDER_SAMPLES:-6}
 CG=/sys/fs/cgroup/mltune-feeder
-t_plan 13
+t_plan 16
 
 [ -x "$CTL" ] || { t_diag "mltunectl missing"; exit 4; }
-PIDS=""
-cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; "$CTL" feeder off >/dev/null 2>&1; }
+PLANT=$(command -v noise_plant) || { t_diag "noise_plant missing (--bin build/userspace/noise_plant)"; exit 4; }
+PIDS="" RTPIDS="" RT3=""
+cleanup() { for p in $PIDS $RTPIDS; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; "$CTL" feeder off >/dev/null 2>&1; }
 trap cleanup EXIT
 
 # sample CPUS N: prints the number of violations in N scans of every
@@ -52,7 +56,7 @@ load_on() {
 	i=0; while [ "$(wc -l < $CG/cgroup.procs)" -lt 2 ] && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
 	sleep 1
 }
-load_off() { for p in $PIDS; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; PIDS=""; }
+load_off() { for p in $PIDS; do kill "$p" 2>/dev/null; done; wait $PIDS 2>/dev/null; PIDS=""; }
 
 irq_snapshot() { for f in /proc/irq/*/smp_affinity_list; do echo "$f $(cat "$f")"; done; cat /proc/irq/default_smp_affinity; }
 # Movable kthreads (not per-CPU, not PF_NO_SETAFFINITY): "pid comm cpulist".
@@ -98,6 +102,18 @@ movable_kthreads_on() {
 # hex_has MASK BIT: is BIT set in the sysfs cpumask MASK (up to 32 CPUs)?
 hex_has() { [ $(( 0x${1##*,} >> $2 & 1 )) = 1 ]; }
 
+# allowed PID: the CPUs PID may run on.
+allowed() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status"; }
+# rt_start CPUS: a periodic SCHED_FIFO thread on CPUS; its pid in RT.
+rt_start() {
+	"$PLANT" rt rtplant "$1" 10 2000 > /tmp/rt.out & RT=$!; RTPIDS="$RTPIDS $RT"
+	i=0; while ! grep -q '^pid' /tmp/rt.out && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+	rm -f /tmp/rt.out
+}
+
+# Two real-time threads allowed on 2-4 before feeder on.
+rt_start 2-4; RT1=$RT
+rt_start 2-4; RT2=$RT
 irq_snapshot > /tmp/irq.before
 kthread_snapshot > /tmp/kthreads.before
 wq_before=$(wq_mask)
@@ -110,6 +126,23 @@ t_check "mechanism is $mech" sh -c "$CTL feeder status | grep -q '^mechanism: $m
 bad=$(movable_irqs_on 2 3)
 t_check "no movable IRQ on feeder CPUs 2-3" test -z "$bad"
 [ -z "$bad" ] || t_diag "movable on 2-3: $bad"
+
+a1=$(allowed $RT1) a2=$(allowed $RT2)
+ok=1; in_range "$a1" 2 3 && ok=0; in_range "$a2" 2 3 && ok=0
+t_check "real-time threads allowed on 2-4 before feeder on are off feeder CPUs 2-3 ($a1, $a2)" test "$ok" = 1
+
+if [ "$mech" = sched_ext ]; then
+	# A real-time thread that starts on the feeder CPUs: the scheduler's
+	# guard sees it switched in there and the watcher moves it (waited
+	# for, counted: at most 300 looks).
+	rt_start 2-3; RT3=$RT
+	i=0; while [ "$(allowed $RT3)" = 2-3 ] && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+	a3=$(allowed $RT3)
+	"$CTL" feeder status | grep -E 'rt_foreign|real-time' | sed 's/^/# /'
+	t_check "a real-time thread started on feeder CPUs 2-3 is moved off ($a3)" test "$a3" = 0-1,4-7
+else
+	t_skip "real-time guard (the cpuset partition keeps real-time threads off on $MLTUNE_VM_KERNEL)"
+fi
 
 load_on
 set -- $(sample "2 3" "$SAMPLES")
@@ -172,4 +205,7 @@ kdiff=$(awk 'NR == FNR { b[$1 " " $2] = $3; next } ($1 " " $2) in b && b[$1 " " 
 wq_after=$(wq_mask)
 t_check "feeder off restores kthread affinities and the workqueue cpumask ($wq_before) exactly ($kdiff)" \
 	test -z "$kdiff" -a "$wq_before" = "$wq_after"
+a1=$(allowed $RT1) a2=$(allowed $RT2) a3=${RT3:+$(allowed $RT3)}
+t_check "feeder off gives real-time threads their own CPUs back ($a1, $a2${RT3:+, $a3})" \
+	test "$a1" = 2-4 -a "$a2" = 2-4 -a "${a3:-2-3}" = 2-3
 t_done

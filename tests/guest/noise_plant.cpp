@@ -6,6 +6,9 @@
 //   noise_plant sleep NAME USEC         sleep USEC, wake, repeat (timer heavy)
 //   noise_plant write NAME PATH VALUE...  print "pid N", write each VALUE to PATH
 //   noise_plant setsched NAME TID PRIO  print "pid N", make TID SCHED_FIFO PRIO
+//   noise_plant rt NAME CPUS PRIO USEC  on CPUS (a cpulist) as SCHED_FIFO PRIO:
+//                                       print "pid N", then sleep USEC, wake,
+//                                       repeat (a periodic real-time thread)
 //   noise_plant loop NAME SECONDS       count loop iterations for SECONDS of
 //                                       CLOCK_MONOTONIC, print "iterations N"
 #include <cerrno>
@@ -22,7 +25,7 @@
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: noise_plant busy|sleep|write|setsched|loop NAME ARGS...\n");
+  std::fprintf(stderr, "usage: noise_plant busy|sleep|write|setsched|rt|loop NAME ARGS...\n");
   return 2;
 }
 
@@ -47,6 +50,37 @@ int write_file(const char *path, const char *value) {
     return 1;
   }
   return 0;
+}
+
+// "2-3,5" -> CPUs 2, 3, 5; false on anything else.
+bool parse_cpus(const char *list, cpu_set_t &set) {
+  CPU_ZERO(&set);
+  const char *p = list;
+  while (*p != '\0') {
+    char *end = nullptr;
+    const long lo = std::strtol(p, &end, 10);
+    long hi = lo;
+    if (end == p || lo < 0 || lo >= CPU_SETSIZE) {
+      return false;
+    }
+    p = end;
+    if (*p == '-') {
+      hi = std::strtol(p + 1, &end, 10);
+      if (end == p + 1 || hi < lo || hi >= CPU_SETSIZE) {
+        return false;
+      }
+      p = end;
+    }
+    for (long c = lo; c <= hi; ++c) {
+      CPU_SET(static_cast<int>(c), &set);
+    }
+    if (*p == ',') {
+      ++p;
+    } else if (*p != '\0') {
+      return false;
+    }
+  }
+  return true;
 }
 
 } // namespace
@@ -88,6 +122,26 @@ int main(int argc, char **argv) {
       return 1;
     }
     return 0;
+  }
+  if (mode == "rt" && argc == 6) {
+    cpu_set_t set;
+    if (!parse_cpus(argv[3], set)) {
+      std::fprintf(stderr, "noise_plant: bad cpulist '%s'\n", argv[3]);
+      return 2;
+    }
+    sched_param sp{};
+    sp.sched_priority = std::atoi(argv[4]);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0 || sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+      std::fprintf(stderr, "noise_plant: rt: %s\n", std::strerror(errno));
+      return 1;
+    }
+    std::printf("pid %d\n", static_cast<int>(getpid()));
+    std::fflush(stdout);
+    const long us = std::strtol(argv[5], nullptr, 10);
+    const timespec ts{us / 1000000, (us % 1000000) * 1000};
+    for (;;) {
+      nanosleep(&ts, nullptr);
+    }
   }
   if (mode == "loop" && argc == 4) {
     const double end = now() + std::strtod(argv[3], nullptr);

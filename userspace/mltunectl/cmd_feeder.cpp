@@ -31,6 +31,8 @@ nlohmann::json state_json(const FeederState &s) {
           {"irq_mode", s.irq_mode},
           {"irqs_moved", s.irqs.size()},
           {"kthreads_moved", s.kthreads.size()},
+          {"threads_recorded", s.threads.size()},
+          {"dl_threads_reported", s.dl_reported},
           {"cpuset_note", s.cpuset_note}};
 }
 
@@ -86,9 +88,16 @@ void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise
                    {"sched_ext_usable", st.choice.sched_ext_usable},
                    {"sched_ext_refused", st.choice.sched_ext_refused},
                    {"reasons", st.choice.reasons}};
-    j["sched_ext"] = {{"built", st.scx_built},       {"state", st.scx_state},          {"ops", st.scx_ops},
-                      {"attached", st.scx_attached}, {"foreign", st.stats.foreign},    {"stray", st.stats.stray},
-                      {"forced", st.stats.forced},   {"preempted", st.stats.preempted}};
+    j["sched_ext"] = {{"built", st.scx_built},
+                      {"state", st.scx_state},
+                      {"ops", st.scx_ops},
+                      {"attached", st.scx_attached},
+                      {"foreign", st.stats.foreign},
+                      {"stray", st.stats.stray},
+                      {"forced", st.stats.forced},
+                      {"preempted", st.stats.preempted},
+                      {"rt_foreign", st.stats.rt_foreign},
+                      {"dl_foreign", st.stats.dl_foreign}};
     j["partition"] = st.partition;
     if (noise != nullptr) {
       j["noise"] = noise_budget_json(*noise, budget);
@@ -106,6 +115,12 @@ void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise
       << "irqs: " << (st.state.irq_mode.empty() ? "-" : st.state.irq_mode) << " (" << st.state.irqs.size()
       << " affinities moved)\n"
       << "kthreads moved: " << st.state.kthreads.size() << "\n";
+    if (st.state.mechanism == "sched_ext") {
+      o << "real-time threads moved: " << st.state.threads.size() << "\n";
+      for (const int tid : st.state.dl_reported) {
+        o << "DEADLINE thread " << tid << " may run on feeder CPUs (use the cpuset mechanism)\n";
+      }
+    }
     if (!st.state.fallback.empty()) {
       o << "fallback: cpuset partition after sched_ext ejection: " << st.state.fallback << "\n";
     }
@@ -127,7 +142,8 @@ void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise
     << "\n";
   if (st.scx_attached) {
     o << "sched_ext counters: foreign=" << st.stats.foreign << " stray=" << st.stats.stray
-      << " forced=" << st.stats.forced << " preempted=" << st.stats.preempted << "\n";
+      << " forced=" << st.stats.forced << " preempted=" << st.stats.preempted << " rt_foreign=" << st.stats.rt_foreign
+      << " dl_foreign=" << st.stats.dl_foreign << "\n";
   }
   if (!st.choice.sched_ext_usable) {
     o << "sched_ext refused: " << st.choice.sched_ext_refused << "\n";

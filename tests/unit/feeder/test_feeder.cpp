@@ -48,6 +48,9 @@ public:
   void scx_detach() override { ++detaches; }
   std::string scx_exit_reason() override { return "runtime error: stall on CPU 6"; }
   bool scx_stats(FeederScxStats & /*out*/) override { return false; }
+  std::vector<FeederIntruder> scx_intruders() override { return intruders; }
+  void scx_forget(int tid) override { forgotten.push_back(tid); }
+  std::vector<FeederIntruder> threads(const std::string & /*feeder_cg*/) override { return users; }
   void start_watcher() override { ++watchers; }
   void kmsg(const std::string &line) override { log.push_back(line); }
 
@@ -60,6 +63,9 @@ public:
   std::map<int, CpuSet> affinity;
   std::vector<std::pair<int, std::string>> calls; // set_affinity(pid, cpus)
   std::vector<std::pair<std::string, bool>> attaches;
+  std::vector<FeederIntruder> intruders; // what the scheduler's guard recorded
+  std::vector<int> forgotten;
+  std::vector<FeederIntruder> users; // what the sweep finds
   int detaches = 0;
   int watchers = 0;
   std::vector<std::string> log;
@@ -201,6 +207,89 @@ TEST_F(Feeder, RunningSchedulerIsLeftAlone) {
   EXPECT_FALSE(*r);
   EXPECT_EQ(os.detaches, 0);
   EXPECT_TRUE(os.log.empty());
+}
+
+// sched_ext schedules only the fair class: real-time threads the guard saw
+// on a feeder CPU are moved off, each recorded once and given back by 'feeder
+// off' unless their owner changed their affinity meanwhile; a DEADLINE
+// thread, whose affinity cannot be narrowed, is reported once; a thread
+// confined to one CPU, or gone, is left alone.  Every record is consumed.
+TEST_F(Feeder, GuardedRealTimeThreadsMoveOffAndBack) {
+  fake.set("/sys/kernel/sched_ext/state", "enabled\n");
+  fake.set("/sys/kernel/sched_ext/root/ops", "mltune_feeder\n");
+  fake.set(k_feeder_state, R"({"active": true, "mechanism": "sched_ext", "cpus": "6-7", "housekeeping": "0-5"})");
+  os.affinity[100] = cpus("0-7");
+  os.affinity[101] = cpus("7");
+  os.affinity[104] = cpus("4-7");
+  os.intruders = {
+      {100, 6, 1, "spin"}, {101, 7, 2, "pinned"}, {102, 6, 6, "dl"}, {103, 6, 1, "gone"}, {104, 7, 1, "own"}};
+  auto moved = feeder_contain(fake.root(), os);
+  ASSERT_TRUE(moved) << moved.error().message;
+  EXPECT_EQ(*moved, 2);
+  EXPECT_EQ(os.affinity[100].str(), "0-5");
+  EXPECT_EQ(os.affinity[101].str(), "7");
+  EXPECT_EQ(os.affinity[104].str(), "4-5");
+  EXPECT_EQ(os.forgotten, (std::vector<int>{100, 101, 102, 103, 104}));
+  ASSERT_EQ(os.log.size(), 1U);
+  EXPECT_NE(os.log[0].find("SCHED_DEADLINE thread 102 (dl)"), std::string::npos) << os.log[0];
+  EXPECT_NE(os.log[0].find("--mechanism cpuset"), std::string::npos) << os.log[0];
+  auto st = feeder_status(fake.root());
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state.threads, (std::vector<FeederThread>{{100, "0-7", "0-5"}, {104, "4-7", "4-5"}}));
+  EXPECT_EQ(st->state.dl_reported, (std::vector<int>{102}));
+  // Seen again (the guard records every start): no second record or report.
+  os.affinity[100] = cpus("0-7");
+  os.intruders = {{100, 6, 1, "spin"}, {102, 7, 6, "dl"}};
+  ASSERT_TRUE(feeder_contain(fake.root(), os));
+  EXPECT_EQ(os.affinity[100].str(), "0-5");
+  EXPECT_EQ(os.log.size(), 1U);
+  st = feeder_status(fake.root());
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state.threads.size(), 2U);
+  // The owner of 104 pins it itself; off gives 100 back and leaves 104.
+  os.affinity[104] = cpus("2");
+  ASSERT_TRUE(feeder_off(fake.root(), os));
+  EXPECT_EQ(os.affinity[100].str(), "0-7");
+  EXPECT_EQ(os.affinity[104].str(), "2");
+}
+
+TEST_F(Feeder, ContainDoesNothingWithoutTheSchedExtMechanism) {
+  os.affinity[100] = cpus("0-7");
+  os.intruders = {{100, 6, 1, "spin"}};
+  auto moved = feeder_contain(fake.root(), os); // feeder off
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(*moved, 0);
+  fake.set(k_feeder_state, R"({"active": true, "mechanism": "cpuset", "cpus": "6-7", "housekeeping": "0-5"})");
+  moved = feeder_contain(fake.root(), os);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(*moved, 0);
+  EXPECT_EQ(os.affinity[100].str(), "0-7");
+  EXPECT_TRUE(os.forgotten.empty());
+}
+
+// cpuset: a partition change resets user affinities on kernels before 6.2.
+// Threads their owner narrowed are recorded before the partition, set again
+// (off the feeder CPUs) after it, and given back at off; an owner's own
+// change meanwhile stays.
+TEST_F(Feeder, CpusetKeepsNarrowedUserThreads) {
+  os.affinity[200] = cpus("2-7"); // narrowed, on the feeder CPUs
+  os.affinity[201] = cpus("0-3"); // narrowed, off them
+  os.affinity[202] = cpus("0-7"); // not narrowed
+  os.affinity[203] = cpus("5-7");
+  os.users = {{200, -1, 1, "rt"}, {201, -1, 0, "a"}, {202, -1, 0, "b"}, {203, -1, 0, "c"}};
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->threads, (std::vector<FeederThread>{{200, "2-7", "2-5"}, {201, "0-3", "0-3"}, {203, "5-7", "5"}}));
+  EXPECT_EQ(os.affinity[200].str(), "2-5");
+  EXPECT_EQ(os.affinity[202].str(), "0-7");
+  // What a 6.1 kernel does when the partition goes: the root's CPUs.
+  os.affinity[200] = cpus("0-7");
+  os.affinity[201] = cpus("0-7");
+  os.affinity[203] = cpus("1"); // its owner's choice
+  ASSERT_TRUE(feeder_off(fake.root(), os));
+  EXPECT_EQ(os.affinity[200].str(), "2-7");
+  EXPECT_EQ(os.affinity[201].str(), "0-3");
+  EXPECT_EQ(os.affinity[203].str(), "1");
 }
 
 } // namespace

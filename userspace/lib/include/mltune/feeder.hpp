@@ -57,6 +57,21 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
 struct FeederScxStats {
   std::uint64_t foreign = 0, stray = 0, forced = 0, preempted = 0;
   std::uint64_t feeder_enq = 0, normal_enq = 0, kthread_enq = 0;
+  // Real-time (FIFO/RR) and DEADLINE threads outside the feeder cgroup
+  // switched in on a feeder CPU: sched_ext does not schedule them.
+  std::uint64_t rt_foreign = 0, dl_foreign = 0;
+};
+
+// A user thread whose affinity feeder set or keeps: what it was before and
+// what feeder made it ("" when feeder left it to the kernel).  Given back at
+// 'feeder off' when the thread is still where feeder put it, or where the
+// kernel widened it to (a cpuset partition change resets user affinities on
+// kernels before 6.2).
+struct FeederThread {
+  int tid = 0;
+  std::string before;
+  std::string after;
+  bool operator==(const FeederThread &) const = default;
 };
 
 struct FeederState {
@@ -70,6 +85,9 @@ struct FeederState {
   std::vector<std::pair<int, std::string>> kthreads_kept; // pid, affinity (not moved; restored after partitions)
   std::string irq_mode;                                   // "kmod" | "proc" | ""
   std::vector<std::pair<std::string, std::string>> irqs;  // /proc/irq file, value before
+  std::vector<FeederThread> threads;                      // user threads: real-time ones moved off (sched_ext),
+                                                          // narrowed ones kept across partitions (cpuset)
+  std::vector<int> dl_reported;                           // DEADLINE threads reported (affinity cannot move them)
   std::string fallback;                                   // sched_ext ejection: exit reason, "" otherwise
   bool cpuset_enabled_by_us = false;
   std::string cpuset_note; // cpuset without a partition: why ("" with one)
@@ -94,6 +112,16 @@ struct FeederTask {
   unsigned flags = 0; // PF_* (PF_KTHREAD, PF_NO_SETAFFINITY)
 };
 
+// A real-time or DEADLINE thread outside the feeder cgroup that may run on a
+// feeder CPU: found by the sweep at 'feeder on' (cpu -1) or recorded by the
+// scheduler's real-time guard when it started on feeder CPU `cpu`.
+struct FeederIntruder {
+  int tid = 0;
+  int cpu = -1;
+  int policy = 0; // SCHED_FIFO 1, SCHED_RR 2, SCHED_DEADLINE 6
+  std::string comm;
+};
+
 // What feeder does to the node besides file writes through the Sysroot:
 // CPU affinity of kthreads, the sched_ext BPF scheduler, the ejection
 // watcher process and the kernel log.  make_live_feeder_os() is the real
@@ -112,6 +140,12 @@ public:
   // Why the kernel ejected the scheduler (its exit info).
   [[nodiscard]] virtual std::string scx_exit_reason() = 0;
   [[nodiscard]] virtual bool scx_stats(FeederScxStats &out) = 0;
+  // Threads the guard recorded; scx_forget() drops one once handled.
+  [[nodiscard]] virtual std::vector<FeederIntruder> scx_intruders() = 0;
+  virtual void scx_forget(int tid) = 0;
+  // Every user thread outside cgroup `feeder_cg`, with its policy (empty
+  // where the sysroot is not the live node).
+  [[nodiscard]] virtual std::vector<FeederIntruder> threads(const std::string &feeder_cg) = 0;
   // Forks the detached 'mltunectl feeder watch' process.
   virtual void start_watcher() = 0;
   // A warning line for the kernel log (and stderr).
@@ -123,6 +157,13 @@ public:
 std::unique_ptr<FeederOs> make_live_feeder_os(const Sysroot &root);
 
 bool feeder_scx_built();
+
+// sched_ext mechanism: moves the real-time threads the scheduler's guard
+// recorded off the feeder CPUs (recorded in the state, given back by 'feeder
+// off'); DEADLINE threads, whose affinity must span their root domain, are
+// reported once to the kernel log with the cpuset mechanism as the fix.
+// Returns how many threads were moved.  Run by 'feeder watch'.
+Result<int> feeder_contain(const Sysroot &root, FeederOs &os);
 Result<FeederStatus> feeder_status(const Sysroot &root);
 // Applies.  When already on with other CPUs, changes them at runtime with
 // either mechanism: IRQs, kthreads and the workqueue mask follow the new CPUs

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -55,6 +56,10 @@ void to_json(nlohmann::json &j, const FeederState &s) {
   for (const auto &[pid, aff] : s.kthreads_kept) {
     kept.push_back({{"pid", pid}, {"cpus", aff}});
   }
+  nlohmann::json th = nlohmann::json::array();
+  for (const auto &t : s.threads) {
+    th.push_back({{"tid", t.tid}, {"before", t.before}, {"after", t.after}});
+  }
   j = {{"active", s.active},
        {"mechanism", s.mechanism},
        {"cpus", s.cpus.str()},
@@ -65,6 +70,8 @@ void to_json(nlohmann::json &j, const FeederState &s) {
        {"kthreads_kept", kept},
        {"irq_mode", s.irq_mode},
        {"irqs", irqs},
+       {"threads", th},
+       {"dl_reported", s.dl_reported},
        {"fallback", s.fallback},
        {"cpuset_enabled_by_us", s.cpuset_enabled_by_us},
        {"cpuset_note", s.cpuset_note}};
@@ -92,6 +99,10 @@ void from_json(const nlohmann::json &j, FeederState &s) {
   for (const auto &i : j.value("irqs", nlohmann::json::array())) {
     s.irqs.emplace_back(i.value("file", ""), i.value("before", ""));
   }
+  for (const auto &t : j.value("threads", nlohmann::json::array())) {
+    s.threads.push_back({t.value("tid", 0), t.value("before", ""), t.value("after", "")});
+  }
+  s.dl_reported = j.value("dl_reported", std::vector<int>{});
   s.fallback = j.value("fallback", "");
   s.cpuset_enabled_by_us = j.value("cpuset_enabled_by_us", false);
   s.cpuset_note = j.value("cpuset_note", "");
@@ -139,6 +150,8 @@ std::string partition_type(const Sysroot &root, const CpuSet &cpus) {
 }
 
 void reassert_kthreads(FeederOs &os, const FeederState &s);
+void keep_threads(FeederOs &os, FeederState &s);
+void reassert_threads(FeederOs &os, const FeederState &s);
 
 Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
   auto en = cgroup::enable_cpuset(root);
@@ -149,6 +162,7 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
   if (auto st = root.write_value(cgroup::path(s.cgroup, "cpuset.cpus"), s.cpus.str()); !st) {
     return st.error();
   }
+  keep_threads(os, s);
   const std::string type = partition_type(root, s.cpus);
   auto prs = cgroup::set_partition(root, s.cgroup, type);
   if (!prs) {
@@ -170,6 +184,7 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
     return failure(cgroup::path(s.cgroup, "cpuset.cpus.partition") + ": " + got);
   }
   reassert_kthreads(os, s); // the kernel just reset the root cpuset's kthreads
+  reassert_threads(os, s);  // and, before 6.2, every user-set affinity
   return {};
 }
 
@@ -276,6 +291,123 @@ void restore_kthreads(FeederOs &os, FeederState &s) {
   s.kthreads_kept.clear();
 }
 
+// ---- user threads -------------------------------------------------------------
+//
+// sched_ext schedules only the fair class: SCHED_FIFO/RR and DEADLINE threads
+// run wherever their affinity lets them.  With the sched_ext mechanism the
+// real-time ones outside the feeder cgroup get an affinity without the feeder
+// CPUs: at 'feeder on' for those that exist (the sweep), afterwards for those
+// the scheduler's guard sees start on a feeder CPU ('feeder watch').  A
+// DEADLINE thread's affinity must span its root domain (sched_setaffinity:
+// EBUSY), so those are reported.
+//
+// A cpuset partition change resets the affinity of every task of the root
+// cpuset on kernels before 6.2 (no user_cpus_ptr): threads narrowed by their
+// owner are recorded before the partition is made and set again after it.
+//
+// Either way 'feeder off' gives each recorded thread its affinity back.
+
+constexpr int k_sched_deadline = 6;
+
+bool recorded(const FeederState &s, int tid) {
+  return std::any_of(s.threads.begin(), s.threads.end(), [&](const FeederThread &t) { return t.tid == tid; });
+}
+
+int contain(FeederOs &os, FeederState &s, const std::vector<FeederIntruder> &threads) {
+  int moved = 0;
+  for (const auto &t : threads) {
+    if (t.policy == k_sched_deadline) {
+      if (std::find(s.dl_reported.begin(), s.dl_reported.end(), t.tid) == s.dl_reported.end()) {
+        s.dl_reported.push_back(t.tid);
+        os.kmsg("feeder: SCHED_DEADLINE thread " + std::to_string(t.tid) + " (" + t.comm + ") may run on feeder CPUs " +
+                s.cpus.str() +
+                ": sched_ext does not schedule DEADLINE threads and their affinity must span the root "
+                "domain; the cpuset mechanism keeps them off ('mltunectl feeder off', then 'feeder on "
+                "--mechanism cpuset')");
+      }
+      continue;
+    }
+    if (t.policy != 1 && t.policy != 2) {
+      continue; // the scheduler places fair threads itself
+    }
+    CpuSet aff;
+    if (!os.get_affinity(t.tid, aff) || !aff.intersects(s.cpus) || aff.count() <= 1) {
+      continue; // gone, already off, or confined to one CPU by its owner
+    }
+    const CpuSet to = kthread_target(aff, s);
+    if (!os.set_affinity(t.tid, to)) {
+      continue;
+    }
+    ++moved;
+    if (!recorded(s, t.tid)) {
+      s.threads.push_back({t.tid, aff.str(), to.str()});
+    }
+  }
+  return moved;
+}
+
+void keep_threads(FeederOs &os, FeederState &s) {
+  const CpuSet online = s.cpus | s.housekeeping;
+  for (const auto &t : os.threads(s.cgroup)) {
+    CpuSet aff;
+    if (recorded(s, t.tid) || !os.get_affinity(t.tid, aff) || !online.contains(aff) || aff == online) {
+      continue; // gone, or not narrowed by its owner
+    }
+    s.threads.push_back({t.tid, aff.str(), kthread_target(aff, s).str()});
+  }
+}
+
+void reassert_threads(FeederOs &os, const FeederState &s) {
+  for (const auto &t : s.threads) {
+    if (auto c = parse_cpuset(t.after)) {
+      set_if_differs(os, t.tid, *c);
+    }
+  }
+}
+
+// Each recorded thread back on its own CPUs if it is still where feeder put
+// it or where the kernel widened it to; an owner's own change stays.
+void restore_threads(FeederOs &os, FeederState &s) {
+  for (const auto &t : s.threads) {
+    auto before = parse_cpuset(t.before);
+    auto after = parse_cpuset(t.after);
+    CpuSet cur;
+    if (!before || !os.get_affinity(t.tid, cur) || cur == *before) {
+      continue;
+    }
+    if ((after && cur == *after) || cur.contains(*before)) {
+      (void)os.set_affinity(t.tid, *before);
+    }
+  }
+  s.threads.clear();
+  s.dl_reported.clear();
+}
+
+// The live sweep: user threads (kthreads are move_kthreads()'s) outside the
+// feeder cgroup; /proc/PID/task/TID/stat field 41 is the policy.
+std::vector<FeederIntruder> live_threads(const Sysroot &root, const std::string &feeder_cg) {
+  constexpr size_t k_stat_policy = 41;
+  std::vector<FeederIntruder> out;
+  for (const int pid : proc::pids(root.list_dir("/proc"))) {
+    const std::string pdir = "/proc/" + std::to_string(pid);
+    for (const int tid : proc::pids(root.list_dir(pdir + "/task"))) {
+      const std::string dir = pdir + "/task/" + std::to_string(tid);
+      auto st = root.read(dir + "/stat");
+      auto ps = st ? proc::parse_stat(*st) : std::nullopt;
+      const auto policy = ps ? ps->field<int>(k_stat_policy) : std::nullopt;
+      const auto flags = ps ? ps->field<unsigned>(proc::k_stat_flags) : std::nullopt;
+      if (!policy || !flags || (*flags & (proc::k_pf_kthread | proc::k_pf_no_setaffinity)) != 0) {
+        continue;
+      }
+      if (cgroup::is_within(cgroup::of_task(root, dir), feeder_cg)) {
+        continue;
+      }
+      out.push_back({tid, -1, *policy, ps->comm});
+    }
+  }
+  return out;
+}
+
 Status move_workqueues(const Sysroot &root, FeederState &s) {
   auto cur = root.read_value(k_wq_mask);
   if (!cur) {
@@ -364,6 +496,7 @@ Status apply_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
 // mechanism the partition must be gone first: a kthread restored to CPUs a
 // partition still holds would get only the rest.
 void release_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
+  restore_threads(os, s);
   restore_kthreads(os, s);
   if (!s.wq_cpumask_before.empty()) {
     (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
@@ -527,13 +660,37 @@ bool live_scx_stats(FeederScxStats &out) {
   mltune_feeder_stats s{};
   char err[256];
   if (mltune_scx_read_stats(k_pin_dir, &s, err, sizeof(err)) == 0) {
-    out = {s.foreign, s.stray, s.forced, s.preempted, s.feeder_enq, s.normal_enq, s.kthread_enq};
+    out = {s.foreign,    s.stray,       s.forced,     s.preempted, s.feeder_enq,
+           s.normal_enq, s.kthread_enq, s.rt_foreign, s.dl_foreign};
     return true;
   }
 #else
   (void)out;
 #endif
   return false;
+}
+
+std::vector<FeederIntruder> live_scx_intruders() {
+  std::vector<FeederIntruder> out;
+#ifdef MLTUNE_HAVE_SCX
+  std::vector<__u32> tids(MLTUNE_FEEDER_MAX_INTRUDERS);
+  std::vector<mltune_feeder_intruder> recs(MLTUNE_FEEDER_MAX_INTRUDERS);
+  char err[256];
+  const int n = mltune_scx_read_intruders(k_pin_dir, tids.data(), recs.data(), tids.size(), err, sizeof(err));
+  for (int i = 0; i < n; ++i) {
+    const auto &r = recs[static_cast<size_t>(i)];
+    out.push_back({static_cast<int>(tids[static_cast<size_t>(i)]), static_cast<int>(r.cpu), static_cast<int>(r.policy),
+                   std::string(r.comm, ::strnlen(r.comm, sizeof(r.comm)))});
+  }
+#endif
+  return out;
+}
+
+void live_scx_forget([[maybe_unused]] int tid) {
+#ifdef MLTUNE_HAVE_SCX
+  char err[256];
+  (void)mltune_scx_forget_intruder(k_pin_dir, static_cast<__u32>(tid), err, sizeof(err));
+#endif
 }
 
 class LiveFeederOs final : public FeederOs {
@@ -548,6 +705,11 @@ public:
   void scx_detach() override { live_scx_detach(); }
   std::string scx_exit_reason() override { return live_scx_exit_reason(); }
   bool scx_stats(FeederScxStats &out) override { return live_scx_stats(out); }
+  std::vector<FeederIntruder> scx_intruders() override { return live_scx_intruders(); }
+  void scx_forget(int tid) override { live_scx_forget(tid); }
+  std::vector<FeederIntruder> threads(const std::string &feeder_cg) override {
+    return root_.is_live() ? live_threads(root_, feeder_cg) : std::vector<FeederIntruder>{};
+  }
   void start_watcher() override {
     if (root_.is_live()) {
       live_start_watcher();
@@ -586,6 +748,9 @@ Result<FeederState> change_cpus(const Sysroot &root, FeederOs &os, const FeederS
   Status st = apply_housekeeping(root, os, n);
   if (st && !scx) {
     st = make_partition(root, os, n);
+  }
+  if (st && scx) {
+    (void)contain(os, n, os.threads(n.cgroup));
   }
   if (st) {
     if (auto sv = save_state(root, n); !sv) {
@@ -740,7 +905,39 @@ Result<bool> feeder_check(const Sysroot &root, FeederOs &os) {
   return check_locked(root, os);
 }
 
+Result<int> feeder_contain(const Sysroot &root, FeederOs &os) {
+  auto lock = FileLock::acquire(root, k_lock_path);
+  if (!lock) {
+    return lock.error();
+  }
+  auto loaded = load_state(root);
+  if (!loaded) {
+    return loaded.error();
+  }
+  FeederState &s = *loaded;
+  if (!s.active || s.mechanism != "sched_ext") {
+    return 0;
+  }
+  const auto seen = os.scx_intruders();
+  if (seen.empty()) {
+    return 0;
+  }
+  const size_t before = s.threads.size() + s.dl_reported.size();
+  const int moved = contain(os, s, seen);
+  for (const auto &t : seen) {
+    os.scx_forget(t.tid);
+  }
+  if (s.threads.size() + s.dl_reported.size() != before) {
+    if (auto st = save_state(root, s); !st) {
+      return st.error();
+    }
+  }
+  return moved;
+}
+
 Status feeder_watch(const Sysroot &root, unsigned period_ms) {
+  LiveFeederOs os(root);
+  std::uint64_t seen = 0;
   for (;;) {
     auto s = load_state(root);
     if (!s) {
@@ -749,9 +946,16 @@ Status feeder_watch(const Sysroot &root, unsigned period_ms) {
     if (!s->active || s->mechanism != "sched_ext") {
       return {};
     }
-    auto r = feeder_check(root);
+    auto r = feeder_check(root, os);
     if (!r || *r) {
       return r ? Status{} : Status{r.error()};
+    }
+    // The guard counts every real-time start on a feeder CPU: the map is
+    // read only when the count moved.
+    FeederScxStats st;
+    if (os.scx_stats(st) && st.rt_foreign + st.dl_foreign != seen) {
+      seen = st.rt_foreign + st.dl_foreign;
+      (void)feeder_contain(root, os); // a failed move is retried at its next start
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
   }
@@ -841,6 +1045,7 @@ Result<FeederState> switch_on(const Sysroot &root, FeederOs &os, const CpuSet &c
     if (auto st = os.scx_attach(s, false); !st) {
       return undo(st.error());
     }
+    (void)contain(os, s, os.threads(s.cgroup));
   } else if (auto st = make_partition(root, os, s); !st) {
     return undo(st.error());
   }
