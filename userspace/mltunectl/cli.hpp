@@ -39,7 +39,8 @@ struct Context {
   // Prints the error (and a JSON error object with --json); sets rc.
   void fail(const Error &e);
   void emit(const nlohmann::json &j) const;
-  // The default profile: PROFILE= in <sysroot>/etc/mltune/mltune.conf, else "training".
+  // The default profile: the profile of the node configuration
+  // (<sysroot>/etc/mltune/mltune.toml) when it names one and loads, else "training".
   [[nodiscard]] std::string default_profile() const;
 };
 
@@ -56,7 +57,8 @@ void register_plan(CLI::App &app, Context &ctx);
 void register_boot(CLI::App &app, Context &ctx);
 void register_sched(CLI::App &app, Context &ctx);  // sched list|apply|watch|reset, and watch
 void register_feeder(CLI::App &app, Context &ctx); // feeder status|on|off|run
-void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release
+void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release|quota
+void register_config(CLI::App &app, Context &ctx); // config show|check|apply|revert|watcher
 
 // Runs mltunectl with argv (without the program name); returns the exit code.
 int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err);

@@ -1,9 +1,7 @@
 // mltunectl feeder status|on|off|run -- CMD  (Documentation/feeder.rst)
 #include "cli.hpp"
 
-#include "mltune/cpu_plan.hpp"
 #include "mltune/feeder.hpp"
-#include "mltune/topology.hpp"
 
 #include <ostream>
 
@@ -16,34 +14,6 @@ struct FeederArgs {
   std::string mechanism = "auto";
   std::vector<std::string> cmd;
 };
-
-// Feeder and housekeeping CPUs: a cpulist, or a role of the plan.
-Result<std::pair<CpuSet, CpuSet>> resolve(const Sysroot &root, const std::string &spec) {
-  if (!spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
-    auto c = parse_cpuset(spec, "--cpus");
-    if (!c) {
-      return c.error();
-    }
-    return std::pair{*c, CpuSet{}};
-  }
-  auto t = discover_topology(root);
-  if (!t) {
-    return t.error();
-  }
-  auto p = make_cpu_plan(*t);
-  if (!p) {
-    return p.error();
-  }
-  auto c = resolve_cpuset(spec, *p);
-  if (!c) {
-    return c.error();
-  }
-  if (c->empty()) {
-    std::string why = p->reasons.empty() ? "" : ": " + p->reasons.back();
-    return input_error("the plan has no '" + spec + "' CPUs" + why + "; give --cpus LIST");
-  }
-  return std::pair{*c, p->housekeeping};
-}
 
 nlohmann::json state_json(const FeederState &s) {
   return {{"active", s.active},
@@ -140,7 +110,7 @@ void register_feeder(CLI::App &app, Context &ctx) {
   on->add_option("--mechanism", args->mechanism, "auto, sched_ext or cpuset")->capture_default_str();
   on->callback([&ctx, args] {
     const Sysroot root = ctx.root();
-    auto cpus = resolve(root, args->cpus);
+    auto cpus = resolve_feeder_cpus(root, args->cpus);
     if (!cpus) {
       ctx.fail(cpus.error());
       return;
