@@ -36,17 +36,15 @@ inline constexpr std::string_view k_config_state = "/run/mltune/config.json";
 inline constexpr std::string_view k_config_marker = "# Managed by mltunectl persist";
 
 struct NodeConfig {
-  std::string source;                                // file it was read from ("" = built in code)
-  std::optional<std::string> profile;                // profile name or file
-  bool watcher = false;                              // mltune-watch.service runs
-  std::vector<std::pair<int, std::uint64_t>> pool;   // NUMA node, 2 MiB pages; ascending nodes
-  std::optional<std::uint64_t> user_quota;           // pages, 0 = no limit
-  std::optional<std::string> feeder_cpus;            // cpulist or plan role, "" = feeder off
-  std::string feeder_mechanism = "auto";             // auto, sched_ext, cpuset
+  std::string source;                              // file it was read from ("" = built in code)
+  std::optional<std::string> profile;              // profile name or file
+  bool watcher = false;                            // mltune-watch.service runs
+  std::vector<std::pair<int, std::uint64_t>> pool; // NUMA node, 2 MiB pages; ascending nodes
+  std::optional<std::uint64_t> user_quota;         // pages, 0 = no limit
+  std::optional<std::string> feeder_cpus;          // cpulist or plan role, "" = feeder off
+  std::string feeder_mechanism = "auto";           // auto, sched_ext, cpuset
 
-  [[nodiscard]] bool empty() const {
-    return !profile && pool.empty() && !user_quota && !feeder_cpus && !watcher;
-  }
+  [[nodiscard]] bool empty() const { return !profile && pool.empty() && !user_quota && !feeder_cpus && !watcher; }
 };
 
 // Parses configuration text; `display` names it in errors (file:line).
@@ -67,8 +65,8 @@ struct ConfigApplyOptions {
 };
 
 struct ConfigReport {
-  std::vector<std::string> applied; // steps, in order ("knobs", "nic", "feeder", "pool")
-  std::vector<std::string> lines;   // what each step did, for the journal
+  std::vector<std::string> applied;  // steps, in order ("knobs", "nic", "feeder", "pool")
+  std::vector<std::string> lines;    // what each step did, for the journal
   std::vector<std::string> restored; // after a failure: what went back to its baseline
 };
 
@@ -83,8 +81,9 @@ struct ConfigReport {
                                                 const ConfigApplyOptions &opt);
 // Puts back what the apply_config() calls of this boot changed (recorded in
 // k_config_state, whatever the file says now): the knobs on their baseline,
-// the feeder cores off, the pool reservations and quota as the first apply
-// found them.  Every domain is tried; the error lists those that failed.
+// the NIC settings as the first apply found them, the feeder cores off, the
+// pool reservations and quota as the first apply found them.  Every domain
+// is tried; the error lists those that failed.
 // Nothing recorded: nothing to do.
 [[nodiscard]] Result<ConfigReport> revert_config(const Sysroot &root);
 

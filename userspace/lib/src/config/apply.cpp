@@ -12,24 +12,33 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <ranges>
 
 namespace mltune {
 
 namespace {
 
 // What the applies of this boot changed, as revert_config() needs it: which
-// domains to put back, and the pool as the first apply found it.  Lives in
-// /run: a reboot starts from the baseline.
+// domains to put back, the pool and the NIC settings as the first apply
+// found them.  Lives in /run: a reboot starts from the baseline.
 struct ConfigState {
-  std::string profile;                              // last profile applied ("" = none)
-  bool knobs = false;                               // a profile was applied
-  bool feeder = false;                              // the feeder was turned on
-  std::vector<std::pair<int, std::uint64_t>> pool;  // node, pages before the first apply
-  std::optional<std::uint64_t> user_quota;          // quota before the first apply
+  std::string profile;                             // last profile applied ("" = none)
+  bool knobs = false;                              // a profile was applied
+  bool feeder = false;                             // the feeder was turned on
+  std::vector<std::pair<int, std::uint64_t>> pool; // node, pages before the first apply
+  std::optional<std::uint64_t> user_quota;         // quota before the first apply
+  // NIC settings changed, in apply order: each (ifname, key) once, with the
+  // value before the first apply that changed it (NIC settings have no
+  // baseline of their own).
+  std::vector<NicChange> nic;
 };
 
 void to_json(nlohmann::json &j, const ConfigState &s) {
-  j = {{"profile", s.profile}, {"knobs", s.knobs}, {"feeder", s.feeder}, {"pool", s.pool}};
+  nlohmann::json nic = nlohmann::json::array();
+  for (const auto &c : s.nic) {
+    nic.push_back({{"ifname", c.ifname}, {"key", c.key}, {"from", c.from}, {"to", c.to}});
+  }
+  j = {{"profile", s.profile}, {"knobs", s.knobs}, {"feeder", s.feeder}, {"pool", s.pool}, {"nic", nic}};
   if (s.user_quota) {
     j["user_quota"] = *s.user_quota;
   }
@@ -43,13 +52,20 @@ void from_json(const nlohmann::json &j, ConfigState &s) {
   if (j.contains("user_quota")) {
     s.user_quota = j.at("user_quota").get<std::uint64_t>();
   }
+  for (const auto &c : j.value("nic", nlohmann::json::array())) {
+    s.nic.push_back({c.at("ifname").get<std::string>(),
+                     c.at("key").get<std::string>(),
+                     c.at("from").get<std::string>(),
+                     c.at("to").get<std::string>(),
+                     {}});
+  }
 }
 
 constexpr StateFile<ConfigState> k_state{k_config_state, 1, false};
 
 // The state after a successful apply: domains add up, the pool keeps the
 // values the first apply of the boot found.
-ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool) {
+ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool, const NicStep &nic) {
   if (cfg.profile) {
     s.profile = *cfg.profile;
     s.knobs = true;
@@ -63,7 +79,42 @@ ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool) {
   if (cfg.user_quota && !s.user_quota) {
     s.user_quota = pool.quota_before();
   }
+  if (nic.applied()) {
+    for (const auto &c : nic.applied()->applied) {
+      const auto it = std::find_if(s.nic.begin(), s.nic.end(),
+                                   [&](const NicChange &o) { return o.ifname == c.ifname && o.key == c.key; });
+      if (it == s.nic.end()) {
+        s.nic.push_back(c);
+      } else {
+        it->to = c.to;
+      }
+    }
+  }
   return s;
+}
+
+// The NIC settings back to their values before the first apply: the
+// inverse changes, newest first, as one NIC transaction.
+Status revert_nic(const Sysroot &root, const std::vector<NicChange> &changed) {
+  NicPlan back;
+  for (const auto &c : std::views::reverse(changed)) {
+    if (c.from != c.to) {
+      back.changes.push_back({c.ifname, c.key, c.to, c.from, "baseline"});
+    }
+  }
+  if (back.changes.empty()) {
+    return {};
+  }
+  auto feeders = nic_feeder_cpus(root);
+  if (!feeders) {
+    return feeders.error();
+  }
+  auto be = make_live_nic_backend(root, *feeders);
+  if (!be) {
+    return be.error();
+  }
+  auto rep = nic_commit(back, **be, NicOptions{});
+  return rep ? Status{} : Status(rep.error());
 }
 
 std::string knob_line(const KnobStep &knobs) {
@@ -158,7 +209,7 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
     }
   }
   auto old = k_state.load(root);
-  const ConfigState state = merged(old && *old ? **old : ConfigState{}, cfg, pool);
+  const ConfigState state = merged(old && *old ? **old : ConfigState{}, cfg, pool, nic);
   if (auto st = k_state.save(root, state); !st) {
     return with_context(st.error(), "the configuration was applied, but recording it for 'config revert' failed");
   }
@@ -177,7 +228,7 @@ Result<ConfigReport> revert_config(const Sysroot &root) {
   }
   const ConfigState &s = **loaded;
   std::vector<std::string> failed;
-  // The reverse of the apply order: pool, feeder, knobs.
+  // The reverse of the apply order: pool, feeder, NIC settings, knobs.
   if ((!s.pool.empty() || s.user_quota) && !root.is_dir(k_kmod_dir)) {
     rep.restored.emplace_back("pool: the module is not loaded (unloading freed the pool)");
   } else {
@@ -201,6 +252,13 @@ Result<ConfigReport> revert_config(const Sysroot &root) {
       failed.push_back("feeder off: " + st.error().message);
     } else {
       rep.restored.emplace_back("feeder: off");
+    }
+  }
+  if (!s.nic.empty()) {
+    if (auto st = revert_nic(root, s.nic); !st) {
+      failed.push_back("nic: " + st.error().message);
+    } else {
+      rep.restored.push_back("nic: " + std::to_string(s.nic.size()) + " settings as before");
     }
   }
   if (s.knobs) {
