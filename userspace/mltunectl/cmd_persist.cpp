@@ -142,8 +142,8 @@ void register_persist(CLI::App &app, Context &ctx) {
   cmd->add_option("--pool", a->pool, "Pool reservation NODE:SIZE (repeatable; replaces the configured ones)")
       ->type_name("NODE:SIZE");
   cmd->add_option("--user-quota", a->user_quota, "Pool memory one user may map, SIZE (0: no limit)");
-  auto *feeder = cmd->add_option("--feeder", a->feeder, "Feeder cores: a cpulist, feeder, feeder:N, or off")
-                     ->type_name("CPUS");
+  auto *feeder =
+      cmd->add_option("--feeder", a->feeder, "Feeder cores: a cpulist, feeder, feeder:N, or off")->type_name("CPUS");
   cmd->add_flag("--no-feeder", a->no_feeder, "Leave the feeder cores out of the configuration")->excludes(feeder);
   cmd->add_option("--watcher", a->watcher, "Run the thread scheduling watcher at boot")
       ->check(CLI::IsMember({"on", "off"}));

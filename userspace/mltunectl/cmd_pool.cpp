@@ -77,8 +77,8 @@ void run_status(Context &ctx) {
   if (st->orphaned != 0) {
     o << "orphaned: " << st->orphaned << " pages were still in use after unmap and left the pool\n";
   }
-  o << "user quota: " << (st->user_quota == 0 ? "none" : std::to_string(st->user_quota) + " pages (" + mib(st->user_quota) + ")")
-    << "\n";
+  o << "user quota: "
+    << (st->user_quota == 0 ? "none" : std::to_string(st->user_quota) + " pages (" + mib(st->user_quota) + ")") << "\n";
   for (const auto &u : st->users) {
     o << "  uid " << u.uid << ": " << u.pages << " pages mapped (" << mib(u.pages) << ")\n";
   }
@@ -111,7 +111,8 @@ void run_quota(Context &ctx, const std::string &size) {
   if (ctx.json) {
     return ctx.emit({{"user_quota", *pages}});
   }
-  *ctx.out << "user quota: " << (*pages == 0 ? "none" : std::to_string(*pages) + " pages (" + mib(*pages) + ")") << "\n";
+  *ctx.out << "user quota: " << (*pages == 0 ? "none" : std::to_string(*pages) + " pages (" + mib(*pages) + ")")
+           << "\n";
 }
 
 void run_change(Context &ctx, const PoolArgs &a, bool reserve) {

@@ -42,8 +42,8 @@ struct PoolStatus {
   std::uint64_t pte_mappings = 0;
   std::uint64_t orphaned = 0;
   bool pmd_capable = false;
-  std::uint64_t user_quota = 0;  // pages per user, 0 = no limit
-  std::vector<PoolUser> users;   // ascending uid, users with mapped pages
+  std::uint64_t user_quota = 0; // pages per user, 0 = no limit
+  std::vector<PoolUser> users;  // ascending uid, users with mapped pages
 };
 
 // Pool state; a failure when the module is not loaded.
