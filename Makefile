@@ -2,7 +2,8 @@
 #
 #   make run        set up, build, boot the newest kernel and show the node
 #   make check      set up, build, run every test (unit, lint, kselftests in
-#                   guests of every matrix kernel); ends "N passed, N failed, N skipped"
+#                   guests of every matrix kernel, the Debian packages on a
+#                   systemd guest); ends "N passed, N failed, N skipped"
 #
 # Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
 # asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
