@@ -4,6 +4,8 @@
 #   make check      set up, build, run every test (unit, lint, kselftests in
 #                   guests of every matrix kernel, the Debian packages on a
 #                   systemd guest); ends "N passed, N failed, N skipped"
+#   make check-under-load   the same with stress-ng loading this machine and
+#                   every guest during the guest stages
 #
 # Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
 # asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
@@ -28,7 +30,7 @@ export CCACHE_NOHASHDIR ?= 1
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
-	asan asan-build fuzz fuzz-build vm-failpaths vm-check check run lint checkpatch sparse dkms-check bench \
+	asan asan-build fuzz fuzz-build vm-failpaths vm-check check check-under-load run lint checkpatch sparse dkms-check bench \
 	dkms-install lint-tidy deb node-test clean $(addprefix kmod-,$(MATRIX))
 
 all: build
@@ -129,6 +131,11 @@ vm-check: build
 
 check: ensure-deps
 	@scripts/check.sh
+
+# The whole check with the guest stages under a CPU and memory load here
+# and in every guest (stress-ng): no suite may depend on an idle machine.
+check-under-load: ensure-deps
+	@scripts/check.sh --load
 
 # Proves the VM bed's failure detection: hang, WARN on load, failing test.
 vm-failpaths: $(KSFT)/lib.mk

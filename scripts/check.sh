@@ -8,7 +8,11 @@
 # Ends with the line "N passed, N failed, N skipped"; exit 1 if anything
 # failed. Each stage's log is in build/check/.
 #
-#   scripts/check.sh [--vm-only] [--kernels "SERIES..."]   (default: scripts/kernel-matrix)
+#   scripts/check.sh [--vm-only] [--load] [--kernels "SERIES..."]   (default: scripts/kernel-matrix)
+#
+# --load (make check-under-load): the guest stages run while stress-ng
+# loads this machine ($MLTUNE_HOST_LOAD) and every guest
+# ($MLTUNE_GUEST_LOAD); the suites must pass there too.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -16,14 +20,20 @@ LOGS=$ROOT/build/check
 mkdir -p "$LOGS"
 
 vm_only=0
+load=0
 kernels=$(scripts/kernels.sh matrix)
 while [ $# -gt 0 ]; do
 	case $1 in
 	--vm-only) vm_only=1; shift ;;
+	--load) load=1; shift ;;
 	--kernels) kernels=$2; shift 2 ;;
 	*) echo "check.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
+
+# Every guest boot's hang detector, sized for a loaded host (TCG slows down
+# with it), not a speed check.
+guest_timeout=${MLTUNE_GUEST_TIMEOUT:-1500}
 
 pass=0 fail=0 skip=0
 failed_items=()
@@ -81,7 +91,7 @@ vm_suite() { # vm_suite SERIES
 	local s=$1 log=$LOGS/vm-$1.log rc p f k kver
 	kver=$(scripts/kernels.sh resolve "$s")
 	note "---- kselftests in the $s guest ($kver)"
-	tests/vm/run --kernel "$s" --no-build 2>&1 | tee "$log" | grep -E '^(not )?ok |^# (not )?ok |^vm: |^1\.\.'
+	tests/vm/run --kernel "$s" --no-build --timeout "$guest_timeout" 2>&1 | tee "$log" | grep -E '^(not )?ok |^# (not )?ok |^vm: |^1\.\.'
 	rc=${PIPESTATUS[0]}
 	read -r p f k < <(tap_count "$log")
 	if [ "$p$f$k" = 000 ]; then
@@ -118,6 +128,7 @@ guest_suite() { # guest_suite SERIES
 			fi
 		done
 		tests/vm/run --kernel "$s" --no-build "${bins[@]}" \
+			--timeout "$guest_timeout" \
 			--file tests/guest:/tests/guest \
 			-- sh -c "KSFT_DIR=/tests/guest run-kselftests $names" 2>&1 |
 			sed 's/selftests: mltune: /guest: /' | tee "$log" |
@@ -199,6 +210,16 @@ if [ "$vm_only" = 0 ]; then
 		stage dkms-check scripts/dkms-check.sh
 	fi
 	[ -x tests/node/run ] && node_suite
+fi
+
+if [ "$load" = 1 ]; then
+	host_load=${MLTUNE_HOST_LOAD:---cpu 2 --vm 1 --vm-bytes 2G}
+	export MLTUNE_VM_GUEST_LOAD=${MLTUNE_GUEST_LOAD:---cpu 2 --vm 1 --vm-bytes 128M}
+	# shellcheck disable=SC2086 # stress-ng options, split on purpose
+	stress-ng $host_load >"$LOGS/host-load.log" 2>&1 &
+	load_pid=$!
+	trap 'kill "$load_pid" 2>/dev/null; wait "$load_pid" 2>/dev/null' EXIT
+	note "---- under load: stress-ng $host_load here, stress-ng $MLTUNE_VM_GUEST_LOAD in every guest"
 fi
 
 for s in $kernels; do

@@ -13,7 +13,7 @@ BASE_PKGS=(
 	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev
 	libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
 	libgtest-dev libgmock-dev googletest
-	liburing-dev libnuma-dev numactl
+	liburing-dev libnuma-dev numactl stress-ng
 	linux-source-6.12
 	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy-16
 	ethtool iproute2 procps util-linux tuned jq

@@ -47,7 +47,13 @@ if [ ${#todo[@]} = 0 ]; then
 fi
 run=run-clang-tidy-16
 if command -v "$run" >/dev/null; then
-	"$run" -quiet -p "$build" -j "$(nproc)" "${todo[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1 || { cat "$build/clang-tidy.log"; exit 1; }
+	if ! "$run" -quiet -p "$build" -j "$(nproc)" "${todo[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1; then
+		# The findings only (with the source line and caret), last, where a
+		# log tail shows them; the whole run is in clang-tidy.log.
+		echo "clang-tidy-16: findings (full log: $build/clang-tidy.log):"
+		grep -A2 -E '^[^ ]+:[0-9]+:[0-9]+: (error|warning):' "$build/clang-tidy.log" | grep -v '^--$' || cat "$build/clang-tidy.log"
+		exit 1
+	fi
 else
 	clang-tidy-16 --quiet -p "$build" "${todo[@]}"
 fi

@@ -27,7 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   plan.online = mltune::CpuSet{0, 1, 2, 3, 4, 5, 6, 7};
   plan.housekeeping = mltune::CpuSet{0, 1};
   plan.feeder = mltune::CpuSet{6, 7};
-  plan.gpus.push_back({0, "0000:82:00.0", 1, 1, plan.feeder});
+  mltune::GpuPlan gpu;
+  gpu.pci = "0000:82:00.0";
+  gpu.gpu_node = 1;
+  gpu.cpu_node = 1;
+  gpu.feeder = plan.feeder;
+  plan.gpus.push_back(gpu);
   (void)mltune::resolve_cpuset(text, plan);
   return 0;
 }

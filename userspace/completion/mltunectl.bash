@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist nic topology plan boot sched watch pool feeder"
+	local commands="profile audit verify diff switch persist nic topology plan exec boot sched watch pool feeder"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -29,13 +29,16 @@ _mltunectl() {
 	--sysroot) _filedir -d; return ;;
 	--backend | -b) COMPREPLY=($(compgen -W "auto kernel direct" -- "$cur")); return ;;
 	--profile | -p) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); return ;;
+	--mempolicy) COMPREPLY=($(compgen -W "bind preferred none" -- "$cur")); return ;;
+	--nvml) COMPREPLY=($(compgen -W "none" -- "$cur")); _filedir so; return ;;
 	esac
 
 	if [[ $cur == -* ]]; then
 		local opts=$globals
 		case $cmd in
 		switch) opts+=" --backend" ;;
-		audit) opts+=" --profile" ;;
+		audit) opts+=" --profile --nvml --no-nvidia-smi" ;;
+		exec) opts+=" --gpu --rank --mempolicy --gpus-per-rank --feeder-cores-per-gpu" ;;
 		persist) opts+=" --profile --remove" ;;
 		sched) [[ $sub == reset ]] && opts+=" --pid" || opts+=" --profile --pid --feeder"; [[ $sub == watch ]] && opts+=" --duration --rt-priority" ;;
 		watch) opts+=" --profile --pid --feeder --duration --rt-priority" ;;

@@ -3,6 +3,7 @@
 // one line in cli.cpp.
 #pragma once
 
+#include "mltune/cpu_plan.hpp"
 #include "mltune/nic.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
@@ -23,6 +24,9 @@ namespace mltune::cli {
 inline constexpr int k_exit_ok = 0;
 inline constexpr int k_exit_failed = 1; // node differs / operation failed
 inline constexpr int k_exit_usage = 2;  // usage or input error
+// exec: the command could not be run (as env(1) and shells report it).
+inline constexpr int k_exit_cannot_run = 126; // found, not executable
+inline constexpr int k_exit_not_found = 127;  // not found
 
 struct Context {
   // Global options.
@@ -54,6 +58,9 @@ void register_nic(CLI::App &app, Context &ctx); // nic show|diff|apply
 void print_nic_changes(Context &ctx, const NicReport &r, bool applied);
 void register_topology(CLI::App &app, Context &ctx);
 void register_plan(CLI::App &app, Context &ctx);
+// --gpus-per-rank and --feeder-cores-per-gpu, for every command that makes a plan.
+void add_plan_options(CLI::App *cmd, PlanOptions &opts);
+void register_exec(CLI::App &app, Context &ctx); // exec --gpu N [--rank R] -- CMD
 void register_boot(CLI::App &app, Context &ctx);
 void register_sched(CLI::App &app, Context &ctx);  // sched list|apply|watch|reset, and watch
 void register_feeder(CLI::App &app, Context &ctx); // feeder status|on|off|run

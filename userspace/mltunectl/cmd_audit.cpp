@@ -1,4 +1,4 @@
-// mltunectl audit [--profile P]
+// mltunectl audit [--profile P] [--nvml PATH|none] [--no-nvidia-smi]
 #include "cli.hpp"
 
 #include "mltune/audit.hpp"
@@ -12,7 +12,16 @@ namespace mltune::cli {
 
 namespace {
 
-void run_audit(Context &ctx, std::string profile_name) {
+struct AuditArgs {
+  std::string profile;
+  AuditOptions opt;
+  bool no_smi = false;
+};
+
+void run_audit(Context &ctx, const AuditArgs &a) {
+  std::string profile_name = a.profile;
+  AuditOptions opt = a.opt;
+  opt.run_nvidia_smi = !a.no_smi;
   const Sysroot root = ctx.root();
   if (profile_name.empty()) {
     profile_name = ctx.default_profile();
@@ -21,7 +30,7 @@ void run_audit(Context &ctx, std::string profile_name) {
   if (!p) {
     return ctx.fail(p.error());
   }
-  const auto findings = audit(*p, root);
+  const auto findings = audit(*p, root, opt);
   const Severity w = worst(findings);
   ctx.rc = w >= Severity::warning ? k_exit_failed : k_exit_ok;
   std::map<std::string, int> summary{{"ok", 0}, {"info", 0}, {"warning", 0}, {"critical", 0}};
@@ -69,10 +78,17 @@ void run_audit(Context &ctx, std::string profile_name) {
 } // namespace
 
 void register_audit(CLI::App &app, Context &ctx) {
-  auto profile = std::make_shared<std::string>();
-  auto *cmd = app.add_subcommand("audit", "Report every setting that is off for ML work, with the fix");
-  cmd->add_option("-p,--profile", *profile, "Profile to audit against (default: persisted default, else training)");
-  cmd->callback([&ctx, profile] { run_audit(ctx, *profile); });
+  auto args = std::make_shared<AuditArgs>();
+  auto *cmd = app.add_subcommand("audit", "Report every setting that is off for ML work, PCIe and GPU driver "
+                                          "state included, with the fix");
+  cmd->add_option("-p,--profile", args->profile,
+                  "Profile to audit against (default: persisted default, else training)");
+  cmd->add_option("--nvml", args->opt.nvml_library,
+                  "NVML library to load for the NVIDIA driver's state (default libnvidia-ml.so.1 on the live "
+                  "node, none with --sysroot), or none")
+      ->type_name("PATH");
+  cmd->add_flag("--no-nvidia-smi", args->no_smi, "Do not run <sysroot>/usr/bin/nvidia-smi when NVML gives no answer");
+  cmd->callback([&ctx, args] { run_audit(ctx, *args); });
 }
 
 } // namespace mltune::cli

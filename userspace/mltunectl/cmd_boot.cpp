@@ -182,9 +182,7 @@ void register_boot(CLI::App &app, Context &ctx) {
     sub->add_option("-p,--profile", args->profile, "Profile (default: persisted default, else training)");
     sub->add_option("--isolate", args->isolate,
                     "CPUs to isolate: a cpulist or feeder, feeder:N, workers (default feeder)");
-    sub->add_option("--gpus-per-rank", args->plan.gpus_per_rank, "As for 'plan'")->check(CLI::Range(1U, 1024U));
-    sub->add_option("--feeder-cores-per-gpu", args->plan.feeder_cores_per_gpu, "As for 'plan'")
-        ->check(CLI::Range(0U, 1024U));
+    add_plan_options(sub, args->plan);
   };
   auto *show = cmd->add_subcommand("show", "Print the kernel command-line fragment");
   common(show);

@@ -33,7 +33,12 @@ void run_plan(Context &ctx, const PlanOptions &opts) {
       << "worker CPUs:       " << (p->workers.empty() ? "(none)" : p->workers.str()) << "\n";
     for (const auto &g : p->gpus) {
       o << "GPU " << g.gpu << " (" << g.pci << "): feeder CPUs " << (g.feeder.empty() ? "(none)" : g.feeder.str())
-        << " on node " << g.cpu_node << "\n";
+        << " on node " << g.cpu_node;
+      if (!g.nic.empty()) {
+        o << ", NIC " << g.nic << (g.nic_ib_device.empty() ? "" : " (" + g.nic_ib_device + ")") << " ["
+          << to_string(g.nic_distance) << "]";
+      }
+      o << "\n";
     }
   }
   for (const auto &n : p->nics) {
@@ -59,11 +64,20 @@ nlohmann::json plan_json(const CpuPlan &p) {
   j["workers"] = p.workers.str();
   auto &gpus = j["gpus"] = nlohmann::json::array();
   for (const auto &g : p.gpus) {
+    nlohmann::json nic = nullptr;
+    if (!g.nic.empty()) {
+      nic = {{"name", g.nic},
+             {"pci", g.nic_pci},
+             {"ib_device", g.nic_ib_device},
+             {"ib_port", g.nic_ib_port},
+             {"distance", to_string(g.nic_distance)}};
+    }
     gpus.push_back({{"gpu", g.gpu},
                     {"pci", g.pci},
                     {"gpu_node", g.gpu_node},
                     {"cpu_node", g.cpu_node},
-                    {"feeder", g.feeder.str()}});
+                    {"feeder", g.feeder.str()},
+                    {"nic", nic}});
   }
   auto &nics = j["nics"] = nlohmann::json::array();
   for (const auto &n : p.nics) {
@@ -90,15 +104,19 @@ nlohmann::json plan_json(const CpuPlan &p) {
   return j;
 }
 
-void register_plan(CLI::App &app, Context &ctx) {
-  auto opts = std::make_shared<PlanOptions>();
-  auto *cmd = app.add_subcommand("plan", "Plan housekeeping, GPU-feeder and worker cores, NIC IRQ CPUs and "
-                                         "per-rank launch lines from the topology");
-  cmd->add_option("--gpus-per-rank", opts->gpus_per_rank, "GPUs driven by one process (default 1)")
+void add_plan_options(CLI::App *cmd, PlanOptions &opts) {
+  cmd->add_option("--gpus-per-rank", opts.gpus_per_rank, "GPUs driven by one process (default 1)")
       ->check(CLI::Range(1U, 1024U));
-  cmd->add_option("--feeder-cores-per-gpu", opts->feeder_cores_per_gpu,
+  cmd->add_option("--feeder-cores-per-gpu", opts.feeder_cores_per_gpu,
                   "Physical feeder cores per GPU (default: automatic, 2 when the node has room)")
       ->check(CLI::Range(0U, 1024U));
+}
+
+void register_plan(CLI::App &app, Context &ctx) {
+  auto opts = std::make_shared<PlanOptions>();
+  auto *cmd = app.add_subcommand("plan", "Plan housekeeping, GPU-feeder and worker cores, NIC IRQ CPUs, each "
+                                         "GPU's nearest NIC and per-rank launch lines from the topology");
+  add_plan_options(cmd, *opts);
   cmd->callback([&ctx, opts] { run_plan(ctx, *opts); });
 }
 

@@ -82,13 +82,18 @@ TEST_F(Audit, MissingCpufreqOldKernelAndGpu) {
   std::filesystem::remove_all(root.path("/sys/devices/system/cpu/cpu0/cpufreq"));
   std::filesystem::remove_all(root.path("/sys/devices/system/cpu/cpu1/cpufreq"));
   fake.set("/proc/sys/kernel/osrelease", "5.10.0-30-amd64");
-  fake.set("/usr/bin/nvidia-smi", "#!/bin/sh\necho '0, Enabled'\necho '1, Disabled'\n");
+  // Answers the main --query-gpu only; the optional queries fail as on old drivers.
+  fake.set("/usr/bin/nvidia-smi", "#!/bin/sh\ncase $1 in --query-gpu=pci.bus_id,persistence_mode,*)\n"
+                                  "echo '00000000:18:00.0, Enabled, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], "
+                                  "[N/A], [N/A]'\n"
+                                  "echo '00000000:2A:00.0, Disabled, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], "
+                                  "[N/A], [N/A]' ;;\n*) exit 1 ;; esac\n");
   std::filesystem::permissions(root.path("/usr/bin/nvidia-smi"), std::filesystem::perms::owner_all);
   const auto fs = audit(training, root);
   EXPECT_EQ(find(fs, "cpu:governor").severity, Severity::info);
   EXPECT_EQ(find(fs, "kernel:version").severity, Severity::warning);
   const auto &gpu = find(fs, "gpu:persistence_mode");
-  EXPECT_EQ(gpu.current, "Enabled on 1/2 GPUs");
+  EXPECT_EQ(gpu.current, "Enabled on 1/2 GPUs (off: 0000:2a:00.0)");
   EXPECT_EQ(gpu.severity, Severity::warning);
   AuditOptions no_smi;
   no_smi.run_nvidia_smi = false;

@@ -39,6 +39,12 @@ struct GpuPlan {
   int gpu_node = -1; // the GPU's own NUMA node (-1: not reported)
   int cpu_node = -1; // node its feeder cores come from
   CpuSet feeder;     // whole physical cores
+  // The NIC nearest to the GPU in the PCIe tree ("" when the node has none):
+  // its netdev, PCI address, RDMA device and port ("mlx5_0", 1; "" and 0
+  // without RDMA) and how far it is.
+  std::string nic, nic_pci, nic_ib_device;
+  unsigned nic_ib_port = 0;
+  PciDistance nic_distance = PciDistance::unknown;
 };
 
 struct NicIrqPlan {
@@ -74,6 +80,11 @@ struct CpuPlan {
   // True when nothing is isolated (no GPU, machine too small).
   [[nodiscard]] bool empty() const { return feeder.empty(); }
 };
+
+// The NIC each GPU should use: the nearest by PciDistance; among equals the
+// one serving the fewest GPUs so far, then the first.  One entry per GPU, in
+// Topology::gpus order; an entry without NIC when the machine has none.
+std::vector<GpuPlan> pair_gpus_with_nics(const Topology &topo);
 
 // Errc::input when the options cannot be met (feeder cores requested beyond
 // what a node has, GPU count not a multiple of gpus_per_rank).

@@ -4,7 +4,10 @@
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <initializer_list>
+#include <map>
 #include <string>
+#include <string_view>
 
 namespace mltune {
 
@@ -15,10 +18,22 @@ struct KernelVersion {
 };
 Result<KernelVersion> kernel_version(const Sysroot &root);
 
+// The kernel command line (<sysroot>/proc/cmdline) as key -> value, the way
+// the kernel reads it: words split at whitespace outside double quotes,
+// quotes removed, "key=value" or a bare "flag" (value ""), the last of a
+// repeated key winning.
+using KernelCmdline = std::map<std::string, std::string, std::less<>>;
+Result<KernelCmdline> kernel_cmdline(const Sysroot &root);
+KernelCmdline parse_kernel_cmdline(std::string_view text);
+
 // The pid of a running irqbalance, or 0. Looks in the cgroup of systemd's
 // irqbalance.service first (one read) and scans /proc only where the
 // irqbalance program is installed but not found there: on a node with
 // thousands of kernel threads a /proc scan costs milliseconds.
 int irqbalance_pid(const Sysroot &root);
+
+// The pid of a process whose comm is `comm` (at most 15 characters, as the
+// kernel keeps it), or 0; scans /proc only where one of `programs` exists.
+int installed_process_pid(const Sysroot &root, std::string_view comm, std::initializer_list<std::string_view> programs);
 
 } // namespace mltune

@@ -60,6 +60,9 @@ public:
   T *operator->() { return &value(); }
   const T *operator->() const { return &value(); }
   [[nodiscard]] const Error &error() const { return std::get<1>(v_); }
+  // The value, or `fallback` when this holds an error (which is dropped).
+  [[nodiscard]] T value_or(T fallback) const & { return ok() ? value() : std::move(fallback); }
+  [[nodiscard]] T value_or(T fallback) && { return ok() ? std::move(*this).value() : std::move(fallback); }
 
 private:
   std::variant<T, Error> v_;

@@ -1,9 +1,11 @@
 #include "mltune/audit.hpp"
 
-#include "mltune/parse.hpp"
-
+#include "audit/audit_parts.hpp"
+#include "base/unique_fd.hpp"
 #include "mltune/compare.hpp"
 #include "mltune/node_info.hpp"
+#include "mltune/parse.hpp"
+#include "mltune/topology.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -18,9 +20,7 @@ extern char **environ; // NOLINT(readability-redundant-declaration)
 
 namespace mltune {
 
-namespace {
-
-constexpr long long k_nofile_wanted = 1048576;
+namespace detail {
 
 std::vector<std::string> words(std::string_view s) {
   std::vector<std::string> out;
@@ -48,24 +48,16 @@ std::vector<std::string_view> lines(std::string_view s) {
   return out;
 }
 
-bool is_number(std::string_view s) {
-  return parse_int<unsigned long long>(s).has_value();
-}
-
-// A non-negative number, or -1.
-long long to_ll(std::string_view s) {
-  return parse_int<long long>(s).value_or(-1);
-}
-
-// Runs argv, returns its stdout (nullopt when it cannot run or fails).
 std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     return std::nullopt;
   }
+  UniqueFd rd(fds[0]);
+  UniqueFd wr(fds[1]);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, wr.get(), STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<char *> args;
   args.reserve(argv.size() + 1);
@@ -76,18 +68,18 @@ std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  ::close(fds[1]);
+  wr.reset();
   std::string out;
   if (rc == 0) {
     char buf[4096];
     ssize_t n = 0;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    while ((n = ::read(rd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
       if (n > 0) {
         out.append(buf, static_cast<size_t>(n));
       }
     }
   }
-  ::close(fds[0]);
+  rd.reset();
   if (rc != 0) {
     return std::nullopt;
   }
@@ -98,6 +90,24 @@ std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
     return std::nullopt;
   }
   return out;
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::lines;
+using detail::words;
+
+constexpr long long k_nofile_wanted = 1048576;
+
+bool is_number(std::string_view s) {
+  return parse_int<unsigned long long>(s).has_value();
+}
+
+// A non-negative number, or -1.
+long long to_ll(std::string_view s) {
+  return parse_int<long long>(s).value_or(-1);
 }
 
 std::string knob_fix(const Knob &k) {
@@ -382,42 +392,6 @@ void audit_irqbalance(const Sysroot &root, std::vector<Finding> &out) {
   out.push_back(std::move(f));
 }
 
-void audit_gpu(const Sysroot &root, const AuditOptions &opt, std::vector<Finding> &out) {
-  const std::string smi = root.path("/usr/bin/nvidia-smi").string();
-  if (!opt.run_nvidia_smi || ::access(smi.c_str(), X_OK) != 0) {
-    return;
-  }
-  auto text = run_capture({smi, "--query-gpu=index,persistence_mode", "--format=csv,noheader"});
-  Finding f{"gpu:persistence_mode",
-            "gpu",
-            Severity::ok,
-            {},
-            "Enabled on all GPUs",
-            "Without persistence the driver tears GPUs down between jobs: seconds of start-up latency",
-            {}};
-  if (!text) {
-    f.severity = Severity::info;
-    f.current = "nvidia-smi failed";
-    out.push_back(std::move(f));
-    return;
-  }
-  int total = 0;
-  int enabled = 0;
-  for (const auto line : lines(*text)) {
-    if (line.find(',') == std::string_view::npos) {
-      continue;
-    }
-    ++total;
-    enabled += normalize_value(line.substr(line.find(',') + 1)) == "Enabled" ? 1 : 0;
-  }
-  f.current = "Enabled on " + std::to_string(enabled) + "/" + std::to_string(total) + " GPUs";
-  if (enabled != total) {
-    f.severity = Severity::warning;
-    f.fix = "systemctl enable --now nvidia-persistenced  (or: nvidia-smi -pm 1)";
-  }
-  out.push_back(std::move(f));
-}
-
 // A process that maps libnccl but has no thread whose name starts with "NCCL":
 // NCCL names its threads only with NCCL_SET_THREAD_NAME=1, and without the
 // names the [[sched.rule]] tables (mltunectl sched/watch) match nothing.
@@ -467,7 +441,15 @@ std::vector<Finding> audit(const Profile &profile, const Sysroot &root, const Au
   audit_limits(root, out);
   audit_kernel(root, out);
   audit_irqbalance(root, out);
-  audit_gpu(root, opt, out);
+  auto topo = discover_topology(root);
+  if (topo) {
+    detail::audit_pcie(*topo, out);
+  } else {
+    out.push_back(Finding{"pcie:topology", "pcie", Severity::info, topo.error().message, "a readable topology",
+                          "The PCIe checks need the machine's topology", ""});
+  }
+  // Without a topology the driver is still asked; GPUs are then named by address only.
+  detail::audit_gpu_driver(root, topo ? *topo : Topology{}, opt, out);
   audit_nccl_names(root, out);
   return out;
 }

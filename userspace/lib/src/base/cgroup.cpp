@@ -3,6 +3,10 @@
 
 #include "mltune/parse.hpp"
 
+#include <cerrno>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace mltune::cgroup {
 
 std::string path(std::string_view cg, std::string_view file) {
@@ -15,6 +19,25 @@ std::string path(std::string_view cg, std::string_view file) {
     p += file;
   }
   return p;
+}
+
+Status make(const Sysroot &root, std::string_view cg) {
+  const std::string dir = path(cg);
+  if (root.is_dir(dir)) {
+    return {};
+  }
+  if (::mkdir(root.path(dir).c_str(), 0755) != 0 && errno != EEXIST) {
+    return sys_error(dir + ": mkdir", errno);
+  }
+  return {};
+}
+
+Status remove(const Sysroot &root, std::string_view cg) {
+  const std::string dir = path(cg);
+  if (::rmdir(root.path(dir).c_str()) != 0 && errno != ENOENT) {
+    return sys_error(dir + ": rmdir", errno);
+  }
+  return {};
 }
 
 Result<bool> enable_cpuset(const Sysroot &root) {

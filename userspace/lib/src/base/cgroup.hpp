@@ -17,6 +17,11 @@ inline constexpr std::string_view k_mount = "/sys/fs/cgroup";
 // its files: path("/a", "cpuset.cpus") == "/sys/fs/cgroup/a/cpuset.cpus".
 std::string path(std::string_view cg, std::string_view file = {});
 
+// Creates the cgroup directory `cg` unless it exists.
+Status make(const Sysroot &root, std::string_view cg);
+// Removes the (empty) cgroup `cg`; an absent one is not an error.
+Status remove(const Sysroot &root, std::string_view cg);
+
 // Adds "+cpuset" to the root's cgroup.subtree_control when missing; true when
 // this call enabled it.  An error when cgroup v2 is not mounted.
 Result<bool> enable_cpuset(const Sysroot &root);

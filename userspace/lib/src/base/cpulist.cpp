@@ -286,7 +286,7 @@ std::string CpuSet::mask_str() const {
     return "0";
   }
   std::string out;
-  const unsigned top = static_cast<unsigned>(words_.size() * 2); // 32-bit groups
+  const auto top = static_cast<unsigned>(words_.size() * 2); // 32-bit groups
   for (unsigned g = top; g-- > 0;) {
     const auto w = static_cast<std::uint32_t>(words_[g / 2] >> (32 * (g % 2)));
     if (out.empty() && w == 0) {

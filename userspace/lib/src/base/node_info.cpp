@@ -5,8 +5,10 @@
 #include "mltune/parse.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
-#include <cstdio>
+#include <string>
+#include <vector>
 
 namespace mltune {
 
@@ -17,7 +19,25 @@ Result<KernelVersion> kernel_version(const Sysroot &root) {
   }
   KernelVersion v;
   v.release = *rel;
-  if (std::sscanf(v.release.c_str(), "%d.%d.%d", &v.major, &v.minor, &v.patch) < 2) { // NOLINT(cert-err34-c)
+  // "6.12.117+deb12-amd64": MAJOR.MINOR[.PATCH] then anything.
+  std::string_view rest = v.release;
+  const std::array<int *, 3> parts = {&v.major, &v.minor, &v.patch};
+  size_t n = 0;
+  for (int *part : parts) {
+    const size_t len = std::min(rest.find_first_not_of("0123456789"), rest.size());
+    const auto num = parse_int<int>(rest.substr(0, len));
+    if (!num) {
+      break;
+    }
+    *part = *num;
+    ++n;
+    rest.remove_prefix(len);
+    if (!rest.starts_with('.')) {
+      break;
+    }
+    rest.remove_prefix(1);
+  }
+  if (n < 2) {
     return failure("/proc/sys/kernel/osrelease: cannot parse '" + v.release + "'");
   }
   return v;
@@ -25,14 +45,59 @@ Result<KernelVersion> kernel_version(const Sysroot &root) {
 
 namespace {
 
-// The pid when `name` is a pid whose comm is irqbalance, else 0.
-int irqbalance_at(const Sysroot &root, std::string_view name) {
+std::vector<std::string> split_ws(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (const char c : s) {
+    if (c == '"') {
+      quoted = !quoted;
+      continue;
+    }
+    if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      if (!cur.empty()) {
+        out.push_back(std::move(cur));
+        cur.clear();
+      }
+      continue;
+    }
+    cur.push_back(c);
+  }
+  if (!cur.empty()) {
+    out.push_back(std::move(cur));
+  }
+  return out;
+}
+
+} // namespace
+
+KernelCmdline parse_kernel_cmdline(std::string_view text) {
+  KernelCmdline out;
+  for (const auto &tok : split_ws(text)) {
+    const auto eq = tok.find('=');
+    out[tok.substr(0, eq)] = eq == std::string::npos ? std::string() : tok.substr(eq + 1);
+  }
+  return out;
+}
+
+Result<KernelCmdline> kernel_cmdline(const Sysroot &root) {
+  auto text = root.read("/proc/cmdline");
+  if (!text) {
+    return text.error();
+  }
+  return parse_kernel_cmdline(*text);
+}
+
+namespace {
+
+// The pid when `name` is a pid whose comm is `comm`, else 0.
+int process_at(const Sysroot &root, std::string_view name, std::string_view comm) {
   const int pid = parse_int<int>(name).value_or(0);
   if (pid <= 0) {
     return 0;
   }
-  auto comm = root.read_value("/proc/" + std::string(name) + "/comm");
-  return comm && *comm == "irqbalance" ? pid : 0;
+  auto c = root.read_value("/proc/" + std::string(name) + "/comm");
+  return c && *c == comm ? pid : 0;
 }
 
 } // namespace
@@ -42,23 +107,28 @@ int irqbalance_pid(const Sysroot &root) {
     size_t pos = 0;
     while (pos < procs->size()) {
       const size_t end = std::min(procs->find('\n', pos), procs->size());
-      if (const int pid = irqbalance_at(root, std::string_view(procs->data() + pos, end - pos)); pid > 0) {
+      if (const int pid = process_at(root, std::string_view(procs->data() + pos, end - pos), "irqbalance"); pid > 0) {
         return pid;
       }
       pos = end + 1;
     }
   }
-  static constexpr std::string_view k_programs[] = {"/usr/sbin/irqbalance", "/sbin/irqbalance",
-                                                    "/usr/local/sbin/irqbalance", "/usr/bin/irqbalance"};
+  return installed_process_pid(
+      root, "irqbalance",
+      {"/usr/sbin/irqbalance", "/sbin/irqbalance", "/usr/local/sbin/irqbalance", "/usr/bin/irqbalance"});
+}
+
+int installed_process_pid(const Sysroot &root, std::string_view comm,
+                          std::initializer_list<std::string_view> programs) {
   bool installed = false;
-  for (const auto p : k_programs) {
+  for (const auto p : programs) {
     installed = installed || root.exists(p);
   }
   if (!installed) {
     return 0;
   }
   for (const auto &name : root.list_dir("/proc")) {
-    if (const int pid = irqbalance_at(root, name); pid > 0) {
+    if (const int pid = process_at(root, name, comm); pid > 0) {
       return pid;
     }
   }

@@ -1,5 +1,7 @@
 #include "mltune/boot.hpp"
 
+#include "mltune/node_info.hpp"
+
 #include <algorithm>
 #include <map>
 
@@ -30,30 +32,6 @@ CpuArg split_flags(std::string_view v) {
   std::sort(a.flags.begin(), a.flags.end());
   a.list = std::string(v);
   return a;
-}
-
-std::vector<std::string> split_ws(std::string_view s) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (const char c : s) {
-    if (c == '"') {
-      quoted = !quoted;
-      continue;
-    }
-    if (!quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
-      if (!cur.empty()) {
-        out.push_back(std::move(cur));
-        cur.clear();
-      }
-      continue;
-    }
-    cur.push_back(c);
-  }
-  if (!cur.empty()) {
-    out.push_back(std::move(cur));
-  }
-  return out;
 }
 
 // Equal as kernel parameters: CPU lists as sets, flags in any order.
@@ -168,15 +146,11 @@ std::string grub_dropin(const std::vector<BootParam> &params, std::string_view p
 }
 
 Result<std::vector<BootDiff>> verify_boot(const Sysroot &root, const std::vector<BootParam> &params) {
-  auto cmdline = root.read("/proc/cmdline");
+  auto cmdline = kernel_cmdline(root);
   if (!cmdline) {
     return cmdline.error();
   }
-  std::map<std::string, std::string, std::less<>> actual;
-  for (const auto &tok : split_ws(*cmdline)) {
-    const auto eq = tok.find('=');
-    actual[tok.substr(0, eq)] = eq == std::string::npos ? std::string() : tok.substr(eq + 1);
-  }
+  const KernelCmdline &actual = *cmdline;
   std::vector<BootDiff> diffs;
   std::map<std::string, const BootParam *, std::less<>> expected;
   for (const auto &p : params) {

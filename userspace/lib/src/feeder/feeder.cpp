@@ -3,6 +3,15 @@
 // (LiveFeederOs here), file writes through the Sysroot.
 #include "mltune/feeder.hpp"
 
+#include "base/cgroup.hpp"
+#include "base/file_lock.hpp"
+#include "base/proc.hpp"
+#include "base/process.hpp"
+#include "base/state_file.hpp"
+#include "base/unique_fd.hpp"
+#include "mltune/node_info.hpp"
+#include "mltune/parse.hpp"
+
 #ifdef MLTUNE_HAVE_SCX
 #include "mltune_scx.h"
 #endif
@@ -16,10 +25,7 @@
 #include <fcntl.h>
 #include <ranges>
 #include <sched.h>
-#include <sstream>
-#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 
@@ -27,64 +33,16 @@ namespace mltune {
 
 namespace {
 
-constexpr const char *k_cg_root = "/sys/fs/cgroup";
 constexpr const char *k_scx_dir = "/sys/kernel/sched_ext";
 constexpr const char *k_scx_name = "mltune_feeder";
 constexpr const char *k_pin_dir = "/sys/fs/bpf/mltune";
 constexpr const char *k_wq_mask = "/sys/devices/virtual/workqueue/cpumask";
 constexpr const char *k_kmod_feeder = "/sys/kernel/mltune/feeder/cpus";
-constexpr unsigned k_pf_kthread = 0x00200000;
-constexpr unsigned k_pf_no_setaffinity = 0x04000000;
+constexpr std::string_view k_lock_path = "/run/mltune/feeder.lock";
 
-std::string cg(const std::string &sub, const std::string &file = "") {
-  std::string p = std::string(k_cg_root) + sub;
-  if (!file.empty()) {
-    p += "/" + file;
-  }
-  return p;
-}
+} // namespace
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) {
-    s.pop_back();
-  }
-  return s;
-}
-
-std::string cmdline_param(const std::string &cmdline, const std::string &key) {
-  std::istringstream in(cmdline);
-  std::string w;
-  std::string val;
-  while (in >> w) {
-    if (w.rfind(key + "=", 0) == 0) {
-      val = w.substr(key.size() + 1);
-    }
-  }
-  return val;
-}
-
-// "f,ffffffff" (sysfs cpumask format) for a CPU set.
-std::string hex_mask(const CpuSet &s) {
-  unsigned top = 0;
-  for (unsigned c : s.cpus()) {
-    top = c;
-  }
-  std::string out;
-  for (int g = static_cast<int>(top / 32); g >= 0; --g) {
-    std::uint32_t w = 0;
-    for (unsigned b = 0; b < 32; ++b) {
-      if (s.test(static_cast<unsigned>(g) * 32 + b)) {
-        w |= 1U << b;
-      }
-    }
-    char buf[16];
-    std::snprintf(buf, sizeof(buf), out.empty() ? "%x" : "%08x", w);
-    out += (out.empty() ? "" : ",") + std::string(buf);
-  }
-  return out.empty() ? "0" : out;
-}
-
-nlohmann::json to_json(const FeederState &s) {
+void to_json(nlohmann::json &j, const FeederState &s) {
   nlohmann::json k = nlohmann::json::array();
   for (const auto &[pid, aff] : s.kthreads) {
     k.push_back({{"pid", pid}, {"cpus", aff}});
@@ -97,24 +55,23 @@ nlohmann::json to_json(const FeederState &s) {
   for (const auto &[pid, aff] : s.kthreads_kept) {
     kept.push_back({{"pid", pid}, {"cpus", aff}});
   }
-  return {{"version", 1},
-          {"active", s.active},
-          {"mechanism", s.mechanism},
-          {"cpus", s.cpus.str()},
-          {"housekeeping", s.housekeeping.str()},
-          {"cgroup", s.cgroup},
-          {"wq_cpumask_before", s.wq_cpumask_before},
-          {"kthreads", k},
-          {"kthreads_kept", kept},
-          {"irq_mode", s.irq_mode},
-          {"irqs", irqs},
-          {"fallback", s.fallback},
-          {"cpuset_enabled_by_us", s.cpuset_enabled_by_us},
-          {"cpuset_note", s.cpuset_note}};
+  j = {{"active", s.active},
+       {"mechanism", s.mechanism},
+       {"cpus", s.cpus.str()},
+       {"housekeeping", s.housekeeping.str()},
+       {"cgroup", s.cgroup},
+       {"wq_cpumask_before", s.wq_cpumask_before},
+       {"kthreads", k},
+       {"kthreads_kept", kept},
+       {"irq_mode", s.irq_mode},
+       {"irqs", irqs},
+       {"fallback", s.fallback},
+       {"cpuset_enabled_by_us", s.cpuset_enabled_by_us},
+       {"cpuset_note", s.cpuset_note}};
 }
 
-FeederState from_json(const nlohmann::json &j) {
-  FeederState s;
+void from_json(const nlohmann::json &j, FeederState &s) {
+  s = FeederState{};
   s.active = j.value("active", false);
   s.mechanism = j.value("mechanism", "");
   if (auto c = parse_cpuset(j.value("cpus", ""))) {
@@ -138,85 +95,40 @@ FeederState from_json(const nlohmann::json &j) {
   s.fallback = j.value("fallback", "");
   s.cpuset_enabled_by_us = j.value("cpuset_enabled_by_us", false);
   s.cpuset_note = j.value("cpuset_note", "");
-  return s;
 }
 
-FeederState load_state(const Sysroot &root) {
-  auto txt = root.read(k_feeder_state);
-  if (!txt) {
-    return {};
+namespace {
+
+// Running-kernel state: not fsynced (a power failure resets what it records).
+constexpr StateFile<FeederState> k_state(k_feeder_state, 1, false);
+
+// The recorded state; off (a default FeederState) when there is none.
+Result<FeederState> load_state(const Sysroot &root) {
+  auto s = k_state.load(root);
+  if (!s) {
+    return s.error();
   }
-  auto j = nlohmann::json::parse(*txt, nullptr, false);
-  return j.is_discarded() ? FeederState{} : from_json(j);
+  return s->value_or(FeederState{});
 }
 
 Status save_state(const Sysroot &root, const FeederState &s) {
-  std::error_code ec;
-  std::filesystem::create_directories(root.path("/run/mltune"), ec);
-  return root.write_file(k_feeder_state, to_json(s).dump(2) + "\n", false);
+  return k_state.save(root, s);
 }
 
-// Serializes on, off and the ejection check (the watcher's too): without it
-// the watcher could see the scheduler 'feeder off' had just detached as an
-// ejection and write a cpuset fallback state after 'off' removed the state.
-class FeederLock {
-public:
-  explicit FeederLock(const Sysroot &root) {
-    if (!root.is_live()) {
-      return;
-    }
-    std::error_code ec;
-    std::filesystem::create_directories(root.path("/run/mltune"), ec);
-    fd_ = ::open(root.path("/run/mltune/feeder.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
-  }
-  ~FeederLock() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  FeederLock(const FeederLock &) = delete;
-  FeederLock &operator=(const FeederLock &) = delete;
-
-private:
-  int fd_ = -1;
-};
+// on, off and the ejection check (the watcher's too) hold
+// FileLock k_lock_path: without it the watcher could see the scheduler
+// 'feeder off' had just detached as an ejection and write a cpuset fallback
+// state after 'off' removed the state.
 
 void live_kmsg(const std::string &line) {
-  int fd = ::open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    std::string l = "<4>mltune: " + line + "\n";
-    (void)!::write(fd, l.data(), l.size());
-    ::close(fd);
+  if (const UniqueFd fd(::open("/dev/kmsg", O_WRONLY | O_CLOEXEC)); fd) {
+    const std::string l = "<4>mltune: " + line + "\n";
+    (void)!::write(fd.get(), l.data(), l.size());
   }
   std::fprintf(stderr, "mltune: %s\n", line.c_str());
 }
 
 // ---- cgroup / cpuset ------------------------------------------------------
-
-Status ensure_cgroup(const Sysroot &root, const std::string &sub) {
-  std::error_code ec;
-  std::filesystem::create_directory(root.path(cg(sub)), ec);
-  if (ec) {
-    return sys_error(cg(sub) + ": mkdir", ec.value());
-  }
-  return {};
-}
-
-Result<bool> enable_cpuset_controller(const Sysroot &root) {
-  auto ctl = root.read(cg("", "cgroup.subtree_control"));
-  if (!ctl) {
-    return failure("cgroup v2 is not mounted at /sys/fs/cgroup: " + ctl.error().message);
-  }
-  if (ctl->find("cpuset") != std::string::npos) {
-    return false;
-  }
-  if (auto st = root.write_value(cg("", "cgroup.subtree_control"), "+cpuset"); !st) {
-    return st.error();
-  }
-  return true;
-}
 
 // The partition type for the feeder CPUs: `isolated` when isolcpus= domain
 // isolation covers any of them (a `root` partition on such CPUs is invalid
@@ -229,23 +141,23 @@ std::string partition_type(const Sysroot &root, const CpuSet &cpus) {
 void reassert_kthreads(FeederOs &os, const FeederState &s);
 
 Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
-  auto en = enable_cpuset_controller(root);
+  auto en = cgroup::enable_cpuset(root);
   if (!en) {
     return en.error();
   }
   s.cpuset_enabled_by_us = s.cpuset_enabled_by_us || *en;
-  if (auto st = root.write_value(cg(s.cgroup, "cpuset.cpus"), s.cpus.str()); !st) {
+  if (auto st = root.write_value(cgroup::path(s.cgroup, "cpuset.cpus"), s.cpus.str()); !st) {
     return st.error();
   }
   const std::string type = partition_type(root, s.cpus);
-  if (auto st = root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), type); !st) {
-    return st.error();
+  auto prs = cgroup::set_partition(root, s.cgroup, type);
+  if (!prs) {
+    return prs.error();
   }
-  auto prs = root.read_value(cg(s.cgroup, "cpuset.cpus.partition"));
   s.cpuset_note.clear();
-  if (!prs || prs->rfind(type, 0) != 0 || prs->find("invalid") != std::string::npos) {
-    std::string got = trim(prs ? *prs : prs.error().message);
-    (void)root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "member");
+  if (!cgroup::is_valid(*prs, type)) {
+    const std::string &got = *prs;
+    (void)cgroup::clear_partition(root, s.cgroup);
     // Some kernels (6.12) refuse every partition on isolcpus= CPUs.  When all
     // feeder CPUs are boot-isolated the boot isolation already keeps other
     // tasks off them (their default affinity is the housekeeping CPUs), so
@@ -255,15 +167,15 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
                       "): cpuset.cpus confines the feeder cgroup, isolcpus= keeps other tasks off";
       return {};
     }
-    return failure(cg(s.cgroup, "cpuset.cpus.partition") + ": " + got);
+    return failure(cgroup::path(s.cgroup, "cpuset.cpus.partition") + ": " + got);
   }
   reassert_kthreads(os, s); // the kernel just reset the root cpuset's kthreads
   return {};
 }
 
 void remove_partition(const Sysroot &root, FeederState &s) {
-  (void)root.write_value(cg(s.cgroup, "cpuset.cpus.partition"), "member");
-  (void)root.write_value(cg(s.cgroup, "cpuset.cpus"), "");
+  (void)cgroup::clear_partition(root, s.cgroup);
+  (void)root.write_value(cgroup::path(s.cgroup, "cpuset.cpus"), "");
 }
 
 // ---- kthreads, workqueues, IRQs --------------------------------------------
@@ -272,58 +184,32 @@ using Task = FeederTask;
 
 std::vector<Task> kthreads(const Sysroot &root) {
   std::vector<Task> out;
-  for (const auto &name : root.list_dir("/proc")) {
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    auto st = root.read("/proc/" + name + "/stat");
+  for (const int pid : proc::pids(root.list_dir("/proc"))) {
+    auto st = root.read("/proc/" + std::to_string(pid) + "/stat");
     if (!st) {
       continue;
     }
-    auto l = st->find('(');
-    auto r = st->rfind(')');
-    if (l == std::string::npos || r == std::string::npos) {
-      continue;
-    }
-    std::istringstream rest(st->substr(r + 2));
-    std::string f;
-    unsigned long flags = 0;
-    for (int i = 3; i <= 9 && rest >> f; ++i) {
-      if (i == 9) {
-        flags = std::stoul(f);
-      }
-    }
-    if (flags & k_pf_kthread) {
-      out.push_back({std::stoi(name), st->substr(l + 1, r - l - 1), static_cast<unsigned>(flags)});
+    auto ps = proc::parse_stat(*st);
+    const auto flags = ps ? ps->field<unsigned>(proc::k_stat_flags) : std::nullopt;
+    if (flags && (*flags & proc::k_pf_kthread) != 0) {
+      out.push_back({pid, ps->comm, *flags});
     }
   }
   return out;
 }
 
 bool get_affinity(int pid, CpuSet &out) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(pid, sizeof(set), &set) != 0) {
+  CpuSet::Native set;
+  if (::sched_getaffinity(pid, CpuSet::Native::size(), set.get()) != 0) {
     return false;
   }
-  out = {};
-  for (unsigned c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) {
-      out.set(c);
-    }
-  }
+  out = CpuSet::from_native(set);
   return true;
 }
 
 bool set_affinity(int pid, const CpuSet &s) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (unsigned c : s.cpus()) {
-    if (c < CPU_SETSIZE) {
-      CPU_SET(c, &set);
-    }
-  }
-  return ::sched_setaffinity(pid, sizeof(set), &set) == 0;
+  const CpuSet::Native set = s.native();
+  return ::sched_setaffinity(pid, CpuSet::Native::size(), set.get()) == 0;
 }
 
 // Where a kthread whose affinity was `aff` belongs while s.cpus are feeder
@@ -355,7 +241,7 @@ void set_if_differs(FeederOs &os, int pid, const CpuSet &want) {
 void move_kthreads(FeederOs &os, FeederState &s) {
   for (const auto &t : os.kthreads()) {
     CpuSet aff;
-    if ((t.flags & k_pf_no_setaffinity) || !os.get_affinity(t.pid, aff)) {
+    if ((t.flags & proc::k_pf_no_setaffinity) != 0 || !os.get_affinity(t.pid, aff)) {
       continue;
     }
     if (aff.count() <= 1 || !aff.intersects(s.cpus)) {
@@ -395,7 +281,7 @@ Status move_workqueues(const Sysroot &root, FeederState &s) {
   if (!cur) {
     return {}; // no unbound workqueue cpumask on this kernel
   }
-  if (auto st = root.write_value(k_wq_mask, hex_mask(s.housekeeping)); !st) {
+  if (auto st = root.write_value(k_wq_mask, s.housekeeping.mask_str()); !st) {
     return st.error();
   }
   s.wq_cpumask_before = *cur;
@@ -438,7 +324,7 @@ Status steer_irqs(const Sysroot &root, FeederState &s) {
     if (to.empty()) {
       to = s.housekeeping;
     }
-    if (auto st = root.write_value(f, hex ? hex_mask(to) : to.str()); !st) {
+    if (auto st = root.write_value(f, hex ? to.mask_str() : to.str()); !st) {
       const int e = st.error().sys_errno;
       if (e == EIO || e == EINVAL || e == EPERM) {
         continue; // not movable (managed or per-CPU IRQ)
@@ -492,8 +378,8 @@ void release_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
 Result<mltune_feeder_cfg> scx_cfg(const Sysroot &root, const FeederState &s) {
   mltune_feeder_cfg c{};
   struct stat st {};
-  if (::stat(root.path(cg(s.cgroup)).c_str(), &st) != 0) {
-    return sys_error(cg(s.cgroup), errno);
+  if (::stat(root.path(cgroup::path(s.cgroup)).c_str(), &st) != 0) {
+    return sys_error(cgroup::path(s.cgroup), errno);
   }
   c.cgid = st.st_ino;
   unsigned level = 0;
@@ -563,7 +449,7 @@ void live_scx_detach() {
   if (FILE *f = std::fopen("/sys/kernel/sched_ext/state", "re")) {
     char buf[64] = "";
     if (std::fgets(buf, sizeof(buf), f) != nullptr) {
-      v = trim(buf);
+      v = std::string(trim(buf));
     }
     std::fclose(f);
   }
@@ -749,9 +635,13 @@ BootIsolation read_boot_isolation(const Sysroot &root) {
       b.nohz_full = *c;
     }
   }
-  if (auto v = root.read("/proc/cmdline")) {
-    b.isolcpus = cmdline_param(*v, "isolcpus");
-    b.rcu_nocbs = cmdline_param(*v, "rcu_nocbs");
+  if (auto cmdline = kernel_cmdline(root)) {
+    const auto value = [&](std::string_view key) {
+      const auto it = cmdline->find(key);
+      return it == cmdline->end() ? std::string() : it->second;
+    };
+    b.isolcpus = value("isolcpus");
+    b.rcu_nocbs = value("rcu_nocbs");
   }
   return b;
 }
@@ -806,7 +696,11 @@ namespace {
 
 // feeder_check() with the lock held.
 Result<bool> check_locked(const Sysroot &root, FeederOs &os) {
-  FeederState s = load_state(root);
+  auto loaded = load_state(root);
+  if (!loaded) {
+    return loaded.error();
+  }
+  FeederState &s = *loaded;
   if (!s.active || s.mechanism != "sched_ext" || scx_is_ours(root)) {
     return false;
   }
@@ -839,14 +733,20 @@ Result<bool> feeder_check(const Sysroot &root) {
 }
 
 Result<bool> feeder_check(const Sysroot &root, FeederOs &os) {
-  const FeederLock lock(root);
+  auto lock = FileLock::acquire(root, k_lock_path);
+  if (!lock) {
+    return lock.error();
+  }
   return check_locked(root, os);
 }
 
 Status feeder_watch(const Sysroot &root, unsigned period_ms) {
   for (;;) {
-    FeederState s = load_state(root);
-    if (!s.active || s.mechanism != "sched_ext") {
+    auto s = load_state(root);
+    if (!s) {
+      return s.error();
+    }
+    if (!s->active || s->mechanism != "sched_ext") {
       return {};
     }
     auto r = feeder_check(root);
@@ -863,7 +763,11 @@ Result<FeederStatus> feeder_status(const Sysroot &root) {
     (void)feeder_check(root, os);
   }
   FeederStatus st;
-  st.state = load_state(root);
+  auto state = load_state(root);
+  if (!state) {
+    return state.error();
+  }
+  st.state = std::move(*state);
   st.boot = read_boot_isolation(root);
   auto ch = choose_mechanism(root, st.boot);
   if (ch) {
@@ -880,7 +784,7 @@ Result<FeederStatus> feeder_status(const Sysroot &root) {
   if (st.scx_attached) {
     (void)os.scx_stats(st.stats);
   }
-  if (auto v = root.read_value(cg(st.state.cgroup, "cpuset.cpus.partition"))) {
+  if (auto v = root.read_value(cgroup::path(st.state.cgroup, "cpuset.cpus.partition"))) {
     st.partition = *v;
   }
   return st;
@@ -920,7 +824,7 @@ Result<FeederState> switch_on(const Sysroot &root, FeederOs &os, const CpuSet &c
   s.housekeeping = hk;
   s.mechanism = mechanism;
   s.active = true;
-  if (auto st = ensure_cgroup(root, s.cgroup); !st) {
+  if (auto st = cgroup::make(root, s.cgroup); !st) {
     return st.error();
   }
   auto undo = [&](const Error &e) -> Error {
@@ -964,12 +868,19 @@ Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &c
   if (!hk) {
     return hk.error();
   }
-  const FeederLock lock(root);
-  FeederState s = load_state(root);
-  if (s.active && s.mechanism == "sched_ext" && root.is_live()) {
-    (void)check_locked(root, os); // an ejected scheduler: the cpuset fallback first
-    s = load_state(root);
+  auto lock = FileLock::acquire(root, k_lock_path);
+  if (!lock) {
+    return lock.error();
   }
+  auto loaded = load_state(root);
+  if (loaded && loaded->active && loaded->mechanism == "sched_ext" && root.is_live()) {
+    (void)check_locked(root, os); // an ejected scheduler: the cpuset fallback first
+    loaded = load_state(root);
+  }
+  if (!loaded) {
+    return loaded.error();
+  }
+  const FeederState &s = *loaded;
   if (s.active) {
     if (want != "auto" && want != s.mechanism) {
       return input_error("feeder is on with " + s.mechanism + "; run 'mltunectl feeder off' before asking for " + want);
@@ -992,8 +903,15 @@ Status feeder_off(const Sysroot &root) {
 }
 
 Status feeder_off(const Sysroot &root, FeederOs &os) {
-  const FeederLock lock(root);
-  FeederState s = load_state(root);
+  auto lock = FileLock::acquire(root, k_lock_path);
+  if (!lock) {
+    return lock.error();
+  }
+  auto loaded = load_state(root);
+  if (!loaded) {
+    return loaded.error();
+  }
+  FeederState &s = *loaded;
   if (!s.active) {
     return {};
   }
@@ -1001,11 +919,11 @@ Status feeder_off(const Sysroot &root, FeederOs &os) {
   remove_partition(root, s);
   release_housekeeping(root, os, s);
   // Feeder tasks still running stay in the cgroup; rmdir fails then (EBUSY).
-  (void)::rmdir(root.path(cg(s.cgroup)).c_str());
+  (void)cgroup::remove(root, s.cgroup);
   if (s.cpuset_enabled_by_us) {
-    (void)root.write_value(cg("", "cgroup.subtree_control"), "-cpuset");
+    (void)root.write_value(cgroup::path("/", "cgroup.subtree_control"), "-cpuset");
   }
-  return root.remove_file(k_feeder_state);
+  return k_state.remove(root);
 }
 
 Status feeder_inject_error(const Sysroot &root) {
@@ -1031,40 +949,32 @@ Status feeder_exec(const Sysroot &root, const std::vector<std::string> &argv) {
   if (argv.empty()) {
     return input_error("no command given");
   }
-  FeederState s = load_state(root);
+  auto loaded = load_state(root);
+  if (!loaded) {
+    return loaded.error();
+  }
+  const FeederState &s = *loaded;
   if (!s.active) {
     return input_error("feeder is off: run 'mltunectl feeder on' first");
   }
-  if (auto st = root.write_value(cg(s.cgroup, "cgroup.procs"), std::to_string(::getpid())); !st) {
+  if (auto st = root.write_value(cgroup::path(s.cgroup, "cgroup.procs"), std::to_string(::getpid())); !st) {
     return st.error();
   }
   // NUMA-local memory: prefer the nodes of the feeder CPUs.
-  unsigned long nodes = 0;
-  for (unsigned n = 0; n < 64; ++n) {
+  std::vector<int> nodes;
+  for (int n = 0; n < 64; ++n) {
     auto v = root.read("/sys/devices/system/node/node" + std::to_string(n) + "/cpulist");
     if (!v) {
       continue;
     }
     if (auto c = parse_cpuset(*v); c && c->intersects(s.cpus)) {
-      nodes |= 1UL << n;
+      nodes.push_back(n);
     }
   }
-  if (nodes != 0) {
-    constexpr int k_mpol_preferred = 1;
-    constexpr int k_mpol_preferred_many = 5;
-    if (::syscall(SYS_set_mempolicy, k_mpol_preferred_many, &nodes, 64UL) != 0) {
-      unsigned long first = nodes & (~nodes + 1);
-      (void)::syscall(SYS_set_mempolicy, k_mpol_preferred, &first, 64UL);
-    }
+  if (!nodes.empty()) {
+    (void)detail::prefer_memory(nodes); // a preference: the command runs either way
   }
-  std::vector<char *> args;
-  args.reserve(argv.size() + 1);
-  for (const auto &a : argv) {
-    args.push_back(const_cast<char *>(a.c_str()));
-  }
-  args.push_back(nullptr);
-  ::execvp(args[0], args.data());
-  return sys_error(argv[0], errno);
+  return detail::exec_argv(argv);
 }
 
 } // namespace mltune

@@ -1,6 +1,7 @@
 // Huge-page pool: sysfs state and /dev/mltune buffers (see pool.hpp).
 #include "mltune/pool.hpp"
 
+#include "base/unique_fd.hpp"
 #include "mltune/parse.hpp"
 
 #include <linux/mltune.h>
@@ -247,14 +248,14 @@ Result<PoolBuffer> allocate(int node, std::size_t bytes, bool populate) {
     return input_error("allocate: size too large");
   }
   const std::size_t len = (bytes + k_pool_page_size - 1) / k_pool_page_size * k_pool_page_size;
-  const int fd = ::open("/dev/mltune", O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(::open("/dev/mltune", O_RDWR | O_CLOEXEC));
+  if (!fd) {
     return sys_error("/dev/mltune: open", errno);
   }
-  void *p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd,
+  void *p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0), fd.get(),
                    static_cast<off_t>(MLTUNE_HUGEPOOL_MMAP_OFFSET(static_cast<unsigned>(node))));
   const int err = errno;
-  ::close(fd); // the mapping keeps the buffer and the module
+  fd.reset(); // the mapping keeps the buffer and the module
   if (p == MAP_FAILED) {
     const std::string what = "allocate " + std::to_string(len >> 20) + " MiB on node " + std::to_string(node);
     if (err == ENOMEM) {

@@ -248,7 +248,8 @@ private:
   // A basic ("), literal (') or multi-line string starting at i_; leaves i_
   // on its closing quote (or the end of the text: toml++ reports that).
   Status string(char q) {
-    const bool multi = t_.substr(i_, 3) == std::string_view(q == '"' ? "\"\"\"" : "'''");
+    const std::string_view triple = q == '"' ? R"(""")" : "'''";
+    const bool multi = t_.substr(i_, 3) == triple;
     i_ += multi ? 3 : 1;
     for (; i_ < t_.size(); ++i_) {
       const char c = t_[i_];
@@ -263,11 +264,11 @@ private:
       } else if (c == '\\' && q == '"') {
         const char e = i_ + 1 < t_.size() ? t_[i_ + 1] : '\0';
         if (e != '"' && e != '\\') {
-          return error(std::string("escape '\\") + (e >= 0x20 && e < 0x7f ? std::string(1, e) : std::string()) +
-                       "'; only \\\" and \\\\ are accepted in mltune profiles");
+          return error(std::string(R"(escape '\)") + (e >= 0x20 && e < 0x7f ? std::string(1, e) : std::string()) +
+                       R"('; only \" and \\ are accepted in mltune profiles)");
         }
         ++i_;
-      } else if (c == q && (!multi || t_.substr(i_, 3) == std::string_view(q == '"' ? "\"\"\"" : "'''"))) {
+      } else if (c == q && (!multi || t_.substr(i_, 3) == triple)) {
         i_ += multi ? 2 : 0;
         return {};
       }

@@ -2,7 +2,13 @@
 // root domain, one-shot apply, reset and the state file.
 #include "mltune/sched.hpp"
 
+#include "base/cgroup.hpp"
+#include "base/file_lock.hpp"
+#include "base/proc.hpp"
+#include "base/state_file.hpp"
 #include "mltune/cpu_plan.hpp"
+#include "mltune/node_info.hpp"
+#include "mltune/parse.hpp"
 #include "mltune/topology.hpp"
 #include "sched/apply_phases.hpp"
 
@@ -10,15 +16,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <ctime>
-#include <fcntl.h>
 #include <filesystem>
 #include <set>
 #include <sstream>
-#include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,8 +36,6 @@ using detail::State;
 using detail::StateEntry;
 using detail::ThreadPlan;
 
-constexpr std::string_view k_cgroup_mount = "/sys/fs/cgroup";
-
 // struct sched_attr, SCHED_ATTR_SIZE_VER0 (bookworm's glibc has no wrapper).
 struct KernelSchedAttr {
   uint32_t size;
@@ -48,17 +49,6 @@ struct KernelSchedAttr {
 };
 static_assert(sizeof(KernelSchedAttr) == 48);
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) {
-    s.pop_back();
-  }
-  size_t b = 0;
-  while (b < s.size() && (s[b] == ' ' || s[b] == '\t')) {
-    ++b;
-  }
-  return s.substr(b);
-}
-
 CpuSet cpus_or_empty(std::string_view s) {
   auto r = parse_cpuset(s);
   return r ? *r : CpuSet{};
@@ -70,40 +60,14 @@ int64_t mono_ms() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-bool is_number(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-long long to_ll(std::string_view s, long long dflt) {
-  long long v = dflt;
-  const auto *b = s.data();
-  const auto *e = s.data() + s.size();
-  if (b != e && *b == '-') {
-    auto r = std::from_chars(b + 1, e, v);
-    return r.ec == std::errc() ? -v : dflt;
-  }
-  auto r = std::from_chars(b, e, v);
-  return r.ec == std::errc() ? v : dflt;
-}
-
-std::string cg_file(const std::string &cg, std::string_view file) {
-  std::string p(k_cgroup_mount);
-  if (cg != "/") {
-    p += cg;
-  }
-  p += "/";
-  p += file;
-  return p;
-}
-
 class LiveSchedSystem final : public SchedSystem {
 public:
   explicit LiveSchedSystem(Sysroot root) : root_(std::move(root)) {}
   [[nodiscard]] const Sysroot &root() const override { return root_; }
 
-  [[nodiscard]] std::vector<int> pids() const override { return numbers(root_.list_dir("/proc")); }
+  [[nodiscard]] std::vector<int> pids() const override { return proc::pids(root_.list_dir("/proc")); }
   [[nodiscard]] std::vector<int> tids(int pid) const override {
-    return numbers(root_.list_dir("/proc/" + std::to_string(pid) + "/task"));
+    return proc::pids(root_.list_dir("/proc/" + std::to_string(pid) + "/task"));
   }
 
   [[nodiscard]] Result<ThreadInfo> thread(int pid, int tid) const override {
@@ -120,16 +84,8 @@ public:
       t.comm.pop_back();
     }
     if (auto stat = root_.read(base + "/stat")) {
-      const size_t rp = stat->rfind(')');
-      if (rp != std::string::npos) {
-        std::istringstream in(stat->substr(rp + 2));
-        std::string f;
-        // Field 3 (state) is the first after ')'; starttime is field 22.
-        for (int i = 3; i <= 22 && (in >> f); ++i) {
-          if (i == 22) {
-            t.starttime = static_cast<uint64_t>(to_ll(f, 0));
-          }
-        }
+      if (auto ps = proc::parse_stat(*stat)) {
+        t.starttime = ps->field<uint64_t>(proc::k_stat_starttime).value_or(0);
       }
     }
     std::error_code ec;
@@ -197,73 +153,38 @@ public:
   }
 
   [[nodiscard]] Status move_thread(int tid, const std::string &cg) override {
-    return root_.write_value(cg_file(cg, "cgroup.threads"), std::to_string(tid));
+    return root_.write_value(cgroup::path(cg, "cgroup.threads"), std::to_string(tid));
   }
 
   [[nodiscard]] Result<std::string> ensure_partition(const std::string &cg, const std::string &cpus) override {
-    auto ctl = root_.read(cg_file("/", "cgroup.subtree_control"));
-    if (!ctl) {
-      return failure("cgroup v2 is not mounted at " + std::string(k_cgroup_mount) + ": " + ctl.error().message);
+    if (auto en = cgroup::enable_cpuset(root_); !en) {
+      return en.error();
     }
-    if (ctl->find("cpuset") == std::string::npos) {
-      if (auto st = root_.write_value(cg_file("/", "cgroup.subtree_control"), "+cpuset"); !st) {
-        return st.error();
-      }
-    }
-    std::error_code ec;
-    const fs::path dir = root_.path(std::string(k_cgroup_mount) + cg);
-    if (!fs::is_directory(dir, ec)) {
-      fs::create_directory(dir, ec);
-      if (ec) {
-        return sys_error(std::string(k_cgroup_mount) + cg + ": mkdir", ec.value());
-      }
+    if (auto st = cgroup::make(root_, cg); !st) {
+      return st.error();
     }
     // Threaded, so single threads of a process can move in; cpuset is a
     // threaded controller.
-    if (auto type = root_.read_value(cg_file(cg, "cgroup.type")); type && *type == "domain") {
-      if (auto st = root_.write_value(cg_file(cg, "cgroup.type"), "threaded"); !st) {
+    if (auto type = root_.read_value(cgroup::path(cg, "cgroup.type")); type && *type == "domain") {
+      if (auto st = root_.write_value(cgroup::path(cg, "cgroup.type"), "threaded"); !st) {
         return st.error();
       }
     }
-    auto cur = root_.read_value(cg_file(cg, "cpuset.cpus"));
+    auto cur = root_.read_value(cgroup::path(cg, "cpuset.cpus"));
     if (!cur || *cur != cpus) {
-      if (auto st = root_.write_value(cg_file(cg, "cpuset.cpus"), cpus); !st) {
+      if (auto st = root_.write_value(cgroup::path(cg, "cpuset.cpus"), cpus); !st) {
         return st.error();
       }
     }
-    auto prs = root_.read(cg_file(cg, "cpuset.cpus.partition"));
-    if (prs && trim(*prs) != "root") {
-      if (auto st = root_.write_value(cg_file(cg, "cpuset.cpus.partition"), "root"); !st) {
-        return st.error();
-      }
-      prs = root_.read(cg_file(cg, "cpuset.cpus.partition"));
-    }
-    if (!prs) {
-      return prs.error();
-    }
-    return trim(*prs);
+    return cgroup::set_partition(root_, cg, "root");
   }
 
   [[nodiscard]] Status remove_partition(const std::string &cg) override {
-    (void)root_.write_value(cg_file(cg, "cpuset.cpus.partition"), "member");
-    if (::rmdir(root_.path(std::string(k_cgroup_mount) + cg).c_str()) != 0 && errno != ENOENT) {
-      return sys_error(std::string(k_cgroup_mount) + cg + ": rmdir", errno);
-    }
-    return {};
+    (void)cgroup::clear_partition(root_, cg);
+    return cgroup::remove(root_, cg);
   }
 
 private:
-  static std::vector<int> numbers(const std::vector<std::string> &names) {
-    std::vector<int> out;
-    for (const auto &n : names) {
-      if (is_number(n) && n.size() < 10) {
-        out.push_back(static_cast<int>(to_ll(n, 0)));
-      }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
   // A fake tree cannot answer syscalls: parse /proc/PID/task/TID/sched as a
   // best effort (used by `sched list --sysroot`).
   [[nodiscard]] Result<SchedAttr> fake_get(int tid) const {
@@ -280,8 +201,8 @@ private:
         if (c == std::string::npos) {
           continue;
         }
-        const std::string k = trim(line.substr(0, c));
-        const long long v = to_ll(trim(line.substr(c + 1)), 0);
+        const std::string_view k = trim(std::string_view(line).substr(0, c));
+        const long long v = parse_int<long long>(trim(std::string_view(line).substr(c + 1))).value_or(0);
         if (k == "policy") {
           a.policy = static_cast<SchedPolicy>(v);
         } else if (k == "prio") {
@@ -333,85 +254,70 @@ SchedAttr attr_from(const nlohmann::json &j) {
   return a;
 }
 
-State load_state(const Sysroot &root) {
-  State s;
-  auto txt = root.read(k_sched_state_path);
-  if (!txt) {
-    return s;
+} // namespace
+
+namespace detail {
+
+void to_json(nlohmann::json &j, const StateEntry &e) {
+  j = {{"pid", e.pid},
+       {"tid", e.tid},
+       {"starttime", e.starttime},
+       {"comm", e.comm},
+       {"rule", e.rule},
+       {"before", attr_json(e.before)},
+       {"after", attr_json(e.after)},
+       {"cgroup_before", e.cgroup_before},
+       {"cgroup", e.cgroup}};
+}
+
+void from_json(const nlohmann::json &j, StateEntry &e) {
+  e.pid = j.value("pid", 0);
+  e.tid = j.value("tid", 0);
+  e.starttime = j.value("starttime", uint64_t{0});
+  e.comm = j.value("comm", "");
+  e.rule = j.value("rule", "");
+  e.before = attr_from(j.value("before", nlohmann::json::object()));
+  e.after = attr_from(j.value("after", nlohmann::json::object()));
+  e.cgroup_before = j.value("cgroup_before", "");
+  e.cgroup = j.value("cgroup", "");
+}
+
+void to_json(nlohmann::json &j, const State &s) {
+  j = {{"threads", s.threads}, {"partitions", nlohmann::json::array()}};
+  for (const auto &[cg, cpus] : s.partitions) {
+    j["partitions"].push_back({{"cgroup", cg}, {"cpus", cpus}});
   }
-  try {
-    const auto j = nlohmann::json::parse(*txt);
-    for (const auto &e : j.value("threads", nlohmann::json::array())) {
-      StateEntry se;
-      se.pid = e.value("pid", 0);
-      se.tid = e.value("tid", 0);
-      se.starttime = e.value("starttime", uint64_t{0});
-      se.comm = e.value("comm", "");
-      se.rule = e.value("rule", "");
-      se.before = attr_from(e.value("before", nlohmann::json::object()));
-      se.after = attr_from(e.value("after", nlohmann::json::object()));
-      se.cgroup_before = e.value("cgroup_before", "");
-      se.cgroup = e.value("cgroup", "");
-      s.threads.push_back(std::move(se));
-    }
-    for (const auto &p : j.value("partitions", nlohmann::json::array())) {
-      s.partitions.emplace_back(p.value("cgroup", ""), p.value("cpus", ""));
-    }
-  } catch (const nlohmann::json::exception &) {
-    // A corrupt state file is treated as empty; reset cannot do better.
+}
+
+void from_json(const nlohmann::json &j, State &s) {
+  s.threads = j.value("threads", std::vector<StateEntry>{});
+  for (const auto &p : j.value("partitions", nlohmann::json::array())) {
+    s.partitions.emplace_back(p.value("cgroup", ""), p.value("cpus", ""));
   }
-  return s;
+}
+
+} // namespace detail
+
+namespace {
+
+// Running-kernel state: not fsynced (a power failure resets the threads too).
+constexpr StateFile<State> k_state(k_sched_state_path, 1, false);
+constexpr std::string_view k_lock_path = "/run/mltune/sched.lock";
+
+Result<State> load_state(const Sysroot &root) {
+  auto s = k_state.load(root);
+  if (!s) {
+    return s.error();
+  }
+  return s->value_or(State{});
 }
 
 Status save_state(const Sysroot &root, const State &s) {
   if (s.threads.empty() && s.partitions.empty()) {
-    if (root.exists(k_sched_state_path)) {
-      return root.remove_file(k_sched_state_path);
-    }
-    return {};
+    return k_state.remove(root);
   }
-  nlohmann::json j{{"version", 1}, {"threads", nlohmann::json::array()}, {"partitions", nlohmann::json::array()}};
-  for (const auto &e : s.threads) {
-    j["threads"].push_back({{"pid", e.pid},
-                            {"tid", e.tid},
-                            {"starttime", e.starttime},
-                            {"comm", e.comm},
-                            {"rule", e.rule},
-                            {"before", attr_json(e.before)},
-                            {"after", attr_json(e.after)},
-                            {"cgroup_before", e.cgroup_before},
-                            {"cgroup", e.cgroup}});
-  }
-  for (const auto &[cg, cpus] : s.partitions) {
-    j["partitions"].push_back({{"cgroup", cg}, {"cpus", cpus}});
-  }
-  return root.write_file(k_sched_state_path, j.dump(1) + "\n");
+  return k_state.save(root, s);
 }
-
-// Serializes apply/reset/watch instances on one node.
-class StateLock {
-public:
-  explicit StateLock(const Sysroot &root) {
-    std::error_code ec;
-    const fs::path p = root.path("/run/mltune/sched.lock");
-    fs::create_directories(p.parent_path(), ec);
-    fd_ = ::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd_ >= 0) {
-      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
-    }
-  }
-  ~StateLock() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  StateLock(const StateLock &) = delete;
-  StateLock &operator=(const StateLock &) = delete;
-
-private:
-  int fd_ = -1;
-};
 
 // ---- comparison and domains ------------------------------------------------
 
@@ -452,13 +358,13 @@ void find_partitions(const Sysroot &root, const std::string &cg, int depth,
   if (depth > 3) {
     return;
   }
-  for (const auto &name : root.list_dir(std::string(k_cgroup_mount) + (cg == "/" ? "" : cg))) {
+  for (const auto &name : root.list_dir(cgroup::path(cg))) {
     const std::string child = (cg == "/" ? "" : cg) + "/" + name;
-    if (!root.is_dir(std::string(k_cgroup_mount) + child)) {
+    if (!root.is_dir(cgroup::path(child))) {
       continue;
     }
-    if (auto prs = root.read(cg_file(child, "cpuset.cpus.partition")); prs && trim(*prs) == "root") {
-      if (auto eff = root.read_value(cg_file(child, "cpuset.cpus.effective"))) {
+    if (auto prs = root.read(cgroup::path(child, "cpuset.cpus.partition")); prs && trim(*prs) == "root") {
+      if (auto eff = root.read_value(cgroup::path(child, "cpuset.cpus.effective"))) {
         if (auto cpus = parse_cpuset(*eff); cpus && !cpus->empty()) {
           out.emplace_back(child, *cpus);
         }
@@ -472,19 +378,15 @@ Ledger build_ledger(const SchedSystem &sys, bool count_used) {
   const Sysroot &root = sys.root();
   Ledger l;
   if (auto v = root.read_value("/proc/sys/kernel/sched_rt_runtime_us")) {
-    l.rt_runtime = to_ll(*v, 950000);
+    l.rt_runtime = parse_int<long long>(*v).value_or(950000);
   }
   if (auto v = root.read_value("/proc/sys/kernel/sched_rt_period_us")) {
-    l.rt_period = std::max(1LL, to_ll(*v, 1000000));
+    l.rt_period = std::max(1LL, parse_int<long long>(*v).value_or(1000000));
   }
   // Since 6.12 every CPU's fair server is a DEADLINE entity (50 ms / 1 s by
   // default) whose bandwidth counts against the root domain.
-  if (auto rel = root.read_value("/proc/sys/kernel/osrelease")) {
-    int maj = 0;
-    int min = 0;
-    if (std::sscanf(rel->c_str(), "%d.%d", &maj, &min) == 2 && (maj > 6 || (maj == 6 && min >= 12))) {
-      l.reserved_per_cpu = 0.05;
-    }
+  if (auto kv = kernel_version(root); kv && (kv->major > 6 || (kv->major == 6 && kv->minor >= 12))) {
+    l.reserved_per_cpu = 0.05;
   }
   CpuSet dflt;
   if (auto v = root.read_value("/sys/devices/system/cpu/online")) {
@@ -704,11 +606,11 @@ void ensure_partition_once(ApplyRun &run, const ThreadPlan &p) {
     return;
   }
   const Sysroot &root = run.sys.root();
-  const bool existed = root.is_dir(std::string(k_cgroup_mount) + p.partition);
+  const bool existed = root.is_dir(cgroup::path(p.partition));
   auto prs = run.sys.ensure_partition(p.partition, p.cpus);
   if (prs && *prs == "root") {
     run.partitions_ok.insert(p.partition);
-    run.rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition + ": cpus " + p.cpus +
+    run.rep.notes.push_back("partition " + cgroup::path(p.partition) + ": cpus " + p.cpus +
                             ", cpuset.cpus.partition reads \"" + *prs + "\"");
     if (!existed && std::none_of(run.st.partitions.begin(), run.st.partitions.end(),
                                  [&](const auto &x) { return x.first == p.partition; })) {
@@ -720,8 +622,7 @@ void ensure_partition_once(ApplyRun &run, const ThreadPlan &p) {
     return;
   }
   run.partitions_bad[p.partition] = prs ? "cpuset.cpus.partition reads \"" + *prs + "\"" : prs.error().message;
-  run.rep.notes.push_back("partition " + std::string(k_cgroup_mount) + p.partition +
-                          " unusable: " + run.partitions_bad[p.partition]);
+  run.rep.notes.push_back("partition " + cgroup::path(p.partition) + " unusable: " + run.partitions_bad[p.partition]);
   if (!existed) {
     (void)run.sys.remove_partition(p.partition);
   }
@@ -818,7 +719,15 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
   detail::refuse_overbooked(ledger, plans, rep);
   // Deferred (watcher): the state file is written by sched_state_flush, off
   // the event path; what this run did is queued for it.
-  detail::ApplyRun run{sys, opt, ledger, rep, detail::deferred(opt) ? State{} : load_state(sys.root()), {}, {}};
+  State st;
+  if (!detail::deferred(opt)) {
+    auto loaded = load_state(sys.root());
+    if (!loaded) {
+      return loaded.error();
+    }
+    st = std::move(*loaded);
+  }
+  detail::ApplyRun run{sys, opt, ledger, rep, std::move(st), {}, {}};
   for (auto &p : plans) {
     detail::apply_plan(run, p);
   }
@@ -953,8 +862,15 @@ Status sched_state_flush(SchedWatchCache &wc, const Sysroot &root) {
   if (wc.pending.records.empty() && wc.pending.partitions.empty()) {
     return {};
   }
-  StateLock lock(root);
-  State st = load_state(root);
+  auto lock = FileLock::acquire(root, k_lock_path);
+  if (!lock) {
+    return lock.error();
+  }
+  auto loaded = load_state(root);
+  if (!loaded) {
+    return loaded.error();
+  }
+  State &st = *loaded;
   for (const auto &[cg, cpus] : wc.pending.partitions) {
     if (std::none_of(st.partitions.begin(), st.partitions.end(), [&](const auto &x) { return x.first == cg; })) {
       st.partitions.emplace_back(cg, cpus);
@@ -981,7 +897,10 @@ int64_t sched_ledger_age_ms(const SchedWatchCache &wc) {
 }
 
 Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {
-  StateLock lock(sys.root());
+  auto lock = FileLock::acquire(sys.root(), k_lock_path);
+  if (!lock) {
+    return lock.error();
+  }
   std::vector<ThreadPlan> plans;
   std::map<std::string, std::string> placements;
   std::vector<int> pids = opt.pid ? std::vector<int>{*opt.pid} : sys.pids();
@@ -1003,7 +922,10 @@ Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &
 
 Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
                                        const SchedOptions &opt) {
-  StateLock lock(sys.root());
+  auto lock = FileLock::acquire(sys.root(), k_lock_path);
+  if (!lock) {
+    return lock.error();
+  }
   std::map<std::string, std::string> placements;
   auto p = plan_thread(sys, rules, pid, tid, opt, placements);
   if (!p) {
@@ -1018,9 +940,16 @@ Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<Sched
 }
 
 Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
-  StateLock lock(sys.root());
+  auto lock = FileLock::acquire(sys.root(), k_lock_path);
+  if (!lock) {
+    return lock.error();
+  }
   const Sysroot &root = sys.root();
-  State st = load_state(root);
+  auto loaded = load_state(root);
+  if (!loaded) {
+    return loaded.error();
+  }
+  State &st = *loaded;
   SchedReport rep;
   std::vector<StateEntry> keep;
   for (const auto &e : st.threads) {
@@ -1082,17 +1011,17 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
   std::vector<std::pair<std::string, std::string>> parts;
   for (const auto &[cg, cpus] : st.partitions) {
     const bool used = std::any_of(keep.begin(), keep.end(), [&](const StateEntry &e) { return e.cgroup == cg; });
-    auto threads = root.read(cg_file(cg, "cgroup.threads"));
+    auto threads = root.read(cgroup::path(cg, "cgroup.threads"));
     if (used || (threads && !trim(*threads).empty())) {
       parts.emplace_back(cg, cpus);
-      rep.notes.push_back("partition " + std::string(k_cgroup_mount) + cg + " kept: threads still in it");
+      rep.notes.push_back("partition " + cgroup::path(cg) + " kept: threads still in it");
       continue;
     }
     if (auto s = sys.remove_partition(cg); !s) {
       parts.emplace_back(cg, cpus);
-      rep.notes.push_back("partition " + std::string(k_cgroup_mount) + cg + ": " + s.error().message);
+      rep.notes.push_back("partition " + cgroup::path(cg) + ": " + s.error().message);
     } else {
-      rep.notes.push_back("partition " + std::string(k_cgroup_mount) + cg + " removed");
+      rep.notes.push_back("partition " + cgroup::path(cg) + " removed");
     }
   }
   st.partitions = parts;
@@ -1104,7 +1033,8 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
 
 std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector<SchedRule> &rules,
                                        std::optional<int> pid) {
-  const State st = load_state(sys.root());
+  // A state file that cannot be read lists every thread as unmanaged.
+  const State st = load_state(sys.root()).value_or(State{});
   std::vector<SchedListEntry> out;
   std::vector<int> pids = pid ? std::vector<int>{*pid} : sys.pids();
   for (int p : pids) {

@@ -3,6 +3,7 @@
 // libnl has no connector helpers, so this is a raw netlink socket
 // (LiveProcConnector, behind ProcEventSource so tests can script events);
 // Watcher holds the state between events and handles them one by one.
+#include "base/unique_fd.hpp"
 #include "internal.hpp"
 #include "mltune/sched.hpp"
 
@@ -21,22 +22,6 @@
 namespace mltune {
 
 namespace {
-
-class Fd {
-public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  [[nodiscard]] int get() const { return fd_; }
-
-private:
-  int fd_;
-};
 
 Status subscribe(int fd, bool on) {
   // nlmsghdr | cn_msg | op, packed back to back (cn_msg ends in data[]).
@@ -134,7 +119,7 @@ public:
   void unsubscribe() override { (void)subscribe(fd_.get(), false); }
 
 private:
-  Fd fd_;
+  UniqueFd fd_;
   alignas(nlmsghdr) char buf_[16384]{};
 };
 

@@ -2,6 +2,7 @@
 #include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
+#include "base/state_file.hpp"
 #include "switch/undo.hpp"
 
 #include <nlohmann/json.hpp>
@@ -56,42 +57,37 @@ struct Baseline {
   std::vector<std::pair<std::string, std::string>> values; // path, value before mltune
 };
 
-Result<Baseline> load_state(const Sysroot &root) {
-  Baseline b;
-  if (!root.exists(k_state_file)) {
-    return b;
+void to_json(json &j, const Baseline &b) {
+  j = {{"active", b.active}, {"baseline", json::array()}};
+  for (const auto &[path, value] : b.values) {
+    j["baseline"].push_back({{"path", path}, {"value", value}});
   }
-  auto text = root.read(k_state_file);
-  if (!text) {
-    return text.error();
+}
+
+void from_json(const json &j, Baseline &b) {
+  b.active = j.value("active", "");
+  b.values.clear();
+  for (const auto &e : j.at("baseline")) {
+    b.values.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
   }
-  if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
-    return b; // left empty by a power failure: the kernel's values were reset too
-  }
-  try {
-    const json j = json::parse(*text);
-    b.active = j.value("active", "");
-    for (const auto &e : j.at("baseline")) {
-      b.values.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
-    }
-  } catch (const json::exception &e) {
-    return failure(std::string(k_state_file) + ": corrupt state file: " + e.what());
-  }
-  return b;
 }
 
 // Not fsynced (see Documentation/mltunectl.rst): the file records values of
 // the running kernel, which do not survive the power failure fsync guards
-// against; the rename still replaces it atomically.
-Status save_state(const Sysroot &root, const Baseline &b) {
-  json j;
-  j["version"] = 1;
-  j["active"] = b.active;
-  j["baseline"] = json::array();
-  for (const auto &[path, value] : b.values) {
-    j["baseline"].push_back({{"path", path}, {"value", value}});
+// against; the rename still replaces it atomically.  An empty file (left by
+// a power failure) is no record: the kernel's values were reset too.
+constexpr StateFile<Baseline> k_state(k_state_file, 1, false);
+
+Result<Baseline> load_state(const Sysroot &root) {
+  auto b = k_state.load(root);
+  if (!b) {
+    return b.error();
   }
-  return root.write_file(k_state_file, j.dump(1) + "\n", false);
+  return b->value_or(Baseline{});
+}
+
+Status save_state(const Sysroot &root, const Baseline &b) {
+  return k_state.save(root, b);
 }
 
 struct Write {

@@ -341,6 +341,70 @@ void plan_rank_workers(const Topology &topo, const NodeRanks &node_ranks, const 
   }
 }
 
+void plan_gpu_nics(const Topology &topo, CpuPlan &p) {
+  const auto pairs = pair_gpus_with_nics(topo);
+  for (auto &gp : p.gpus) {
+    const auto &pair = pairs.at(gp.gpu);
+    gp.nic = pair.nic;
+    gp.nic_pci = pair.nic_pci;
+    gp.nic_ib_device = pair.nic_ib_device;
+    gp.nic_ib_port = pair.nic_ib_port;
+    gp.nic_distance = pair.nic_distance;
+    const std::string name = "GPU " + std::to_string(gp.gpu) + " (" + gp.pci + ")";
+    if (gp.nic.empty()) {
+      continue;
+    }
+    static constexpr std::string_view k_why[] = {"below the same PCIe switch", "below the same root port",
+                                                 "on the same host bridge",    "on the same NUMA node",
+                                                 "on another NUMA node",       "with unknown locality"};
+    p.reasons.push_back(name + ": NIC " + gp.nic + " (" + gp.nic_pci +
+                        (gp.nic_ib_device.empty() ? "" : ", " + gp.nic_ib_device) + ") " +
+                        std::string(k_why[static_cast<size_t>(gp.nic_distance)]) + ", the nearest");
+    if (gp.nic_distance == PciDistance::cross_node || gp.nic_distance == PciDistance::unknown) {
+      p.warnings.push_back(name + ": no NIC on its NUMA node; the nearest, " + gp.nic + ", is " +
+                           std::string(k_why[static_cast<size_t>(gp.nic_distance)]));
+    }
+  }
+}
+
+namespace {
+
+// NCCL_IB_HCA and UCX_NET_DEVICES for RDMA NICs ("=mlx5_0:1", exact match,
+// so that mlx5_1 does not also select mlx5_10); NCCL_SOCKET_IFNAME and
+// UCX_NET_DEVICES for NICs without RDMA, whose sockets carry the traffic.
+void nic_env(const CpuPlan &p, RankPlan &rp) {
+  std::vector<std::string> hcas;
+  std::vector<std::string> ifnames;
+  for (const unsigned g : rp.gpus) {
+    for (const auto &gp : p.gpus) {
+      if (gp.gpu != g || gp.nic.empty()) {
+        continue;
+      }
+      const std::string v = gp.nic_ib_device.empty() ? gp.nic : gp.nic_ib_device + ":" + std::to_string(gp.nic_ib_port);
+      auto &list = gp.nic_ib_device.empty() ? ifnames : hcas;
+      if (std::find(list.begin(), list.end(), v) == list.end()) {
+        list.push_back(v);
+      }
+    }
+  }
+  auto join = [](const std::vector<std::string> &v) {
+    std::string s;
+    for (const auto &x : v) {
+      s += (s.empty() ? "" : ",") + x;
+    }
+    return s;
+  };
+  if (!hcas.empty()) {
+    rp.env.emplace_back("NCCL_IB_HCA", "=" + join(hcas));
+    rp.env.emplace_back("UCX_NET_DEVICES", join(hcas));
+  } else if (!ifnames.empty()) {
+    rp.env.emplace_back("NCCL_SOCKET_IFNAME", "=" + join(ifnames));
+    rp.env.emplace_back("UCX_NET_DEVICES", join(ifnames));
+  }
+}
+
+} // namespace
+
 void plan_rank_env(const Topology &topo, CpuPlan &p) {
   for (auto &rp : p.ranks) {
     unsigned phys = 0;
@@ -360,6 +424,7 @@ void plan_rank_env(const Topology &topo, CpuPlan &p) {
       rp.env.emplace_back("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
       rp.env.emplace_back("CUDA_VISIBLE_DEVICES", gpus);
     }
+    nic_env(p, rp);
     rp.env.emplace_back("MLTUNE_DATALOADER_WORKERS", std::to_string(rp.dataloader_workers));
     rp.env.emplace_back("MLTUNE_DATALOADER_CPUS", rp.worker_cpus.str());
     const std::string nodes = join_nodes(rp.nodes);
@@ -371,8 +436,9 @@ void plan_rank_env(const Topology &topo, CpuPlan &p) {
   }
   p.reasons.emplace_back("launch lines: memory bound to the GPU's node (numactl --membind), the process on its "
                          "feeder CPUs (taskset), OMP_NUM_THREADS = its physical feeder cores, "
-                         "NCCL_SET_THREAD_NAME=1 so NCCL's threads can be told apart; DataLoader workers should pin "
-                         "themselves to MLTUNE_DATALOADER_CPUS");
+                         "NCCL_SET_THREAD_NAME=1 so NCCL's threads can be told apart, the GPUs' nearest NICs "
+                         "(NCCL_IB_HCA and UCX_NET_DEVICES for RDMA NICs, NCCL_SOCKET_IFNAME otherwise); DataLoader "
+                         "workers should pin themselves to MLTUNE_DATALOADER_CPUS");
 }
 
 } // namespace detail
@@ -412,10 +478,40 @@ Result<CpuPlan> make_cpu_plan(const Topology &topo, const PlanOptions &opts) {
                           "no node has a physical core to spare for its GPUs: too small to isolate anything");
   }
   plan_workers(topo, p);
+  plan_gpu_nics(topo, p);
   const NodeRanks node_ranks = plan_ranks(opts, p);
   plan_rank_workers(topo, node_ranks, book, p);
   plan_rank_env(topo, p);
   return p;
+}
+
+std::vector<GpuPlan> pair_gpus_with_nics(const Topology &topo) {
+  std::vector<GpuPlan> out;
+  std::vector<unsigned> served(topo.nics.size(), 0);
+  for (const auto &g : topo.gpus) {
+    GpuPlan gp;
+    gp.gpu = g.index;
+    gp.pci = g.pci.address;
+    gp.gpu_node = g.pci.numa_node;
+    size_t best = topo.nics.size();
+    for (size_t i = 0; i < topo.nics.size(); ++i) {
+      const PciDistance d = pci_distance(topo, g.pci, topo.nics[i].pci);
+      if (best == topo.nics.size() || d < gp.nic_distance || (d == gp.nic_distance && served[i] < served[best])) {
+        best = i;
+        gp.nic_distance = d;
+      }
+    }
+    if (best < topo.nics.size()) {
+      const Nic &n = topo.nics[best];
+      ++served[best];
+      gp.nic = n.name;
+      gp.nic_pci = n.pci.address;
+      gp.nic_ib_device = n.ib_device;
+      gp.nic_ib_port = n.ib_port;
+    }
+    out.push_back(std::move(gp));
+  }
+  return out;
 }
 
 Result<CpuSet> resolve_cpuset(std::string_view spec, const CpuPlan &plan) {

@@ -61,13 +61,18 @@ Status assign_feeders(const NodeGpus &node_gpus, const PlanOptions &opts, CoreBo
 // Worker CPUs (neither housekeeping nor feeder) and the NIC IRQ CPUs.
 void plan_workers(const Topology &topo, CpuPlan &p);
 
+// Each GPU's nearest NIC (pair_gpus_with_nics), with the reason, and a
+// warning for GPUs whose nearest NIC is on another node.
+void plan_gpu_nics(const Topology &topo, CpuPlan &p);
+
 // Ranks of opts.gpus_per_rank consecutive GPUs, with their feeder CPUs and nodes.
 NodeRanks plan_ranks(const PlanOptions &opts, CpuPlan &p);
 
 // The free cores of each node, shared out among the ranks on it as DataLoader workers.
 void plan_rank_workers(const Topology &topo, const NodeRanks &node_ranks, const CoreBook &book, CpuPlan &p);
 
-// OMP_NUM_THREADS, the environment and the launch line of every rank.
+// OMP_NUM_THREADS, the environment (with the NICs of its GPUs) and the launch
+// line of every rank.
 void plan_rank_env(const Topology &topo, CpuPlan &p);
 
 } // namespace mltune::detail

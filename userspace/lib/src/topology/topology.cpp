@@ -23,6 +23,17 @@ const NumaNode *Topology::node(int id) const {
   return nullptr;
 }
 
+const PciNode *Topology::pci_node(std::string_view address) const {
+  const auto it = std::lower_bound(pci.begin(), pci.end(), address,
+                                   [](const PciNode &n, std::string_view a) { return n.address < a; });
+  return it != pci.end() && it->address == address ? &*it : nullptr;
+}
+
+unsigned Topology::cpu_nodes() const {
+  return static_cast<unsigned>(
+      std::count_if(nodes.begin(), nodes.end(), [](const NumaNode &n) { return !n.cpus.empty(); }));
+}
+
 bool Topology::smt() const {
   return std::any_of(cores.begin(), cores.end(), [](const Core &c) { return c.threads.count() > 1; });
 }
@@ -39,22 +50,6 @@ std::optional<int> suffix_number(std::string_view name, std::string_view prefix)
     return std::nullopt;
   }
   return *v;
-}
-
-bool is_pci_address(std::string_view s) {
-  // dddd:bb:dd.f (hex)
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') {
-    return false;
-  }
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i == 4 || i == 7 || i == 10) {
-      continue;
-    }
-    if (std::isxdigit(static_cast<unsigned char>(s[i])) == 0) {
-      return false;
-    }
-  }
-  return true;
 }
 
 class Reader {
@@ -101,29 +96,7 @@ public:
 
   // Resolves symlinks of an absolute node path inside the sysroot; nullopt
   // when it does not exist or escapes the sysroot.
-  std::optional<std::string> resolve(const std::string &abs) {
-    std::error_code ec;
-    const fs::path host = fs::canonical(root_.path(abs), ec);
-    if (ec) {
-      return std::nullopt;
-    }
-    if (!root_canon_) {
-      root_canon_ = fs::canonical(root_.root(), ec).string();
-      if (ec) {
-        root_canon_ = root_.root().string();
-      }
-    }
-    const std::string h = host.string();
-    const std::string &r = *root_canon_;
-    if (r == "/") {
-      return h;
-    }
-    if (h.size() < r.size() || h.compare(0, r.size(), r) != 0 || (h.size() > r.size() && h[r.size()] != '/')) {
-      warn(abs + ": symlink leads outside the sysroot");
-      return std::nullopt;
-    }
-    return h.size() == r.size() ? std::string("/") : h.substr(r.size());
-  }
+  std::optional<std::string> resolve(const std::string &abs) { return detail::resolve_link(root_, abs, t_); }
 
   std::string link_name(const std::string &abs) {
     std::error_code ec;
@@ -147,7 +120,7 @@ public:
   std::optional<std::string> pci_parent(std::string dev) {
     while (!dev.empty() && dev != "/") {
       const std::string name = fs::path(dev).filename().string();
-      if (is_pci_address(name) && root_.exists(dev + "/class")) {
+      if (detail::is_pci_address(name) && root_.exists(dev + "/class")) {
         return dev;
       }
       dev = fs::path(dev).parent_path().string();
@@ -157,7 +130,6 @@ public:
 
   const Sysroot &root_;
   Topology &t_;
-  std::optional<std::string> root_canon_;
 };
 
 // IRQ number -> action name from /proc/interrupts (streamed: it grows past
@@ -229,6 +201,44 @@ bool gpu_class(std::string_view cls, std::string_view vendor) {
 } // namespace
 
 namespace detail {
+
+bool is_pci_address(std::string_view s) {
+  // dddd:bb:dd.f (hex)
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') {
+    return false;
+  }
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == 4 || i == 7 || i == 10) {
+      continue;
+    }
+    if (std::isxdigit(static_cast<unsigned char>(s[i])) == 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::string> resolve_link(const Sysroot &root, const std::string &abs, Topology &t) {
+  std::error_code ec;
+  const fs::path host = fs::canonical(root.path(abs), ec);
+  if (ec) {
+    return std::nullopt;
+  }
+  fs::path root_canon = fs::canonical(root.root(), ec);
+  if (ec) {
+    root_canon = root.root();
+  }
+  const std::string h = host.string();
+  const std::string r = root_canon.string();
+  if (r == "/") {
+    return h;
+  }
+  if (h.size() < r.size() || h.compare(0, r.size(), r) != 0 || (h.size() > r.size() && h[r.size()] != '/')) {
+    t.warnings.push_back(abs + ": symlink leads outside the sysroot");
+    return std::nullopt;
+  }
+  return h.size() == r.size() ? std::string("/") : h.substr(r.size());
+}
 
 Status read_online_cpus(const Sysroot &root, Topology &t) {
   const std::string online_path = "/sys/devices/system/cpu/online";
@@ -505,6 +515,21 @@ void find_gpus(const Sysroot &root, Topology &t) {
 
 namespace {
 
+// The RDMA device of PCI function `pcidev` (mlx5_core: <pcidev>/infiniband/mlx5_0)
+// and its first port.
+void read_ib_device(const Sysroot &root, const std::string &pcidev, Nic &nic) {
+  const auto ibs = root.list_dir(pcidev + "/infiniband");
+  if (ibs.empty()) {
+    return;
+  }
+  nic.ib_device = ibs.front();
+  for (const auto &port : root.list_dir(pcidev + "/infiniband/" + nic.ib_device + "/ports")) {
+    if (auto n = parse_int<unsigned>(port); n && *n > 0 && (nic.ib_port == 0 || *n < nic.ib_port)) {
+      nic.ib_port = *n;
+    }
+  }
+}
+
 // The IRQs of PCI device `pcidev` (its MSI IRQs, else its legacy irq), sorted.
 std::vector<unsigned> pci_irqs(const Sysroot &root, Reader &rd, const std::string &pcidev) {
   std::vector<unsigned> irqs;
@@ -547,6 +572,7 @@ void find_nics(const Sysroot &root, Topology &t) {
     nic.name = ifname;
     nic.pci = rd.pci(*pcidev, fs::path(*pcidev).filename().string());
     nic.driver = rd.link_name(base + "/device/driver");
+    read_ib_device(root, *pcidev, nic);
     for (const auto &q : root.list_dir(base + "/queues")) {
       nic.rx_queues += q.rfind("rx-", 0) == 0 ? 1 : 0;
       nic.tx_queues += q.rfind("tx-", 0) == 0 ? 1 : 0;
@@ -595,6 +621,7 @@ Result<Topology> discover_topology(const Sysroot &root) {
   find_gpus(root, t);
   find_nics(root, t);
   find_nvme(root, t);
+  read_pci_tree(root, t);
   return t;
 }
 

@@ -1,8 +1,9 @@
 // The phases of discover_topology (topology/topology.cpp), one function each,
 // so unit tests can exercise every phase on a fake sysroot: online CPUs, the
 // CPU model, per-CPU topology (socket, core, SMT siblings), NUMA nodes,
-// physical cores and sockets, and the PCI devices (GPUs, NICs with their IRQs,
-// NVMe).  Each phase adds to the Topology and its warnings, in order.
+// physical cores and sockets, the PCI devices (GPUs, NICs with their IRQs,
+// NVMe) and the PCIe tree above them.  Each phase adds to the Topology and its
+// warnings, in order.
 // Library-private: not part of the installed API.
 #pragma once
 
@@ -11,6 +12,9 @@
 #include "mltune/topology.hpp"
 
 #include <map>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace mltune::detail {
@@ -23,6 +27,14 @@ struct CpuInfo {
   CpuSet siblings;
 };
 using CpuInfoMap = std::map<unsigned, CpuInfo>;
+
+// "dddd:bb:dd.f" in hex, as sysfs names PCI functions.
+bool is_pci_address(std::string_view s);
+
+// The target of a symlink (an absolute node path), as a node path inside the
+// sysroot; nullopt when it does not exist, or when it escapes the sysroot
+// (with a warning).
+std::optional<std::string> resolve_link(const Sysroot &root, const std::string &abs, Topology &t);
 
 // t.online from /sys/devices/system/cpu/online; a failure when it is missing or empty.
 Status read_online_cpus(const Sysroot &root, Topology &t);
@@ -54,5 +66,10 @@ void find_nics(const Sysroot &root, Topology &t);
 
 // t.nvme: NVMe controllers on PCI.
 void find_nvme(const Sysroot &root, Topology &t);
+
+// t.pci: every GPU, NIC and NVMe function and the bridges above it, with
+// links, config space, IOMMU group and slot; each device's PciLocality gets
+// its host bridge and bridge path (topology/pci_tree.cpp).
+void read_pci_tree(const Sysroot &root, Topology &t);
 
 } // namespace mltune::detail

@@ -1,0 +1,21 @@
+#!/bin/sh
+# The mltunectl executable (static by default) loads NVML with dlopen at run
+# time: point it at the fake library and check what the audit read.
+#   static_nvml.sh MLTUNECTL FAKE_NVML_LIB FIXTURE_DIR
+set -eu
+ctl=$1 lib=$2 root=$3
+cfg=$(mktemp)
+trap 'rm -f "$cfg"' EXIT
+printf 'driver=550.90.07\ngpu 00000000:18:00.0 persistence=0\n' >"$cfg"
+rc=0
+out=$(MLTUNE_FAKE_NVML=$cfg "$ctl" --sysroot "$root" audit -v --nvml "$lib" --no-nvidia-smi) || rc=$?
+echo "mltunectl ($(file -b "$ctl" | cut -d, -f1-2)) exited $rc"
+[ "$rc" = 1 ] || { echo "FAIL: expected exit 1 (findings)"; exit 1; }
+for want in "NVML ($lib), driver 550.90.07: 1 GPUs" "Enabled on 0/1 GPUs (off: GPU 0 (0000:18:00.0))"; do
+	if ! printf '%s\n' "$out" | grep -qF "$want"; then
+		echo "FAIL: no '$want' in:"
+		printf '%s\n' "$out" | grep -A3 'gpu:' || true
+		exit 1
+	fi
+	echo "ok: $want"
+done

@@ -1,0 +1,83 @@
+// /proc/PID/stat parsing (base/proc.hpp), the kernel command line
+// (node_info.hpp) and cgroup directories (base/cgroup.hpp).
+#include "base/cgroup.hpp"
+#include "base/proc.hpp"
+#include "fake_sysroot.hpp"
+#include "mltune/node_info.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace mltune;
+using mltune::test::FakeSysroot;
+
+TEST(ProcStat, CommWithSpacesAndParentheses) {
+  const auto s = proc::parse_stat("42 (NCCL (x) Service 0) S 1 42 42 0 -1 4194560 "
+                                  "0 0 0 0 0 0 0 0 20 0 3 0 987654\n");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->comm, "NCCL (x) Service 0");
+  EXPECT_EQ(s->fields.at(0), "S");
+  EXPECT_EQ(s->field<unsigned>(proc::k_stat_flags), 4194560U);
+  EXPECT_EQ(s->field<uint64_t>(proc::k_stat_starttime), 987654U);
+}
+
+TEST(ProcStat, ShortOrMalformedLines) {
+  EXPECT_FALSE(proc::parse_stat("no parentheses").has_value());
+  EXPECT_FALSE(proc::parse_stat("1 ) S (").has_value());
+  const auto s = proc::parse_stat("7 (k) S 2");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(s->field<unsigned>(proc::k_stat_flags).has_value()); // beyond the line
+  EXPECT_FALSE(s->field<unsigned>(3).has_value());                  // "S" is no number
+  EXPECT_FALSE(s->field<unsigned>(2).has_value());                  // comm is not a numbered field here
+}
+
+TEST(ProcStat, PidsSkipsNonNumericNames) {
+  EXPECT_EQ(proc::pids({"self", "12", "3", "net", "0", "-1", "99999999999"}), (std::vector<int>{3, 12}));
+}
+
+TEST(KernelCmdline, QuotesFlagsAndLastWins) {
+  const auto c = parse_kernel_cmdline("BOOT_IMAGE=/vmlinuz quiet isolcpus=2-3 "
+                                      "dyndbg=\"file x.c +p\" isolcpus=managed_irq,domain,4-7\n");
+  EXPECT_EQ(c.at("quiet"), "");
+  EXPECT_EQ(c.at("dyndbg"), "file x.c +p");
+  EXPECT_EQ(c.at("isolcpus"), "managed_irq,domain,4-7");
+  EXPECT_FALSE(c.contains("nohz_full"));
+}
+
+TEST(KernelCmdline, ReadThroughTheSysroot) {
+  FakeSysroot fake;
+  fake.set("/proc/cmdline", "ro nohz_full=1-3\n");
+  auto c = kernel_cmdline(fake.root());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->at("nohz_full"), "1-3");
+  FakeSysroot empty;
+  EXPECT_FALSE(kernel_cmdline(empty.root()).ok());
+}
+
+TEST(Cgroup, MakeAndRemoveAreIdempotent) {
+  FakeSysroot fake;
+  fake.set("/sys/fs/cgroup/cgroup.subtree_control", "");
+  ASSERT_TRUE(cgroup::make(fake.root(), "/mltune-x").ok());
+  ASSERT_TRUE(cgroup::make(fake.root(), "/mltune-x").ok());
+  EXPECT_TRUE(fake.root().is_dir("/sys/fs/cgroup/mltune-x"));
+  ASSERT_TRUE(cgroup::remove(fake.root(), "/mltune-x").ok());
+  ASSERT_TRUE(cgroup::remove(fake.root(), "/mltune-x").ok()); // absent: fine
+  EXPECT_FALSE(fake.root().exists("/sys/fs/cgroup/mltune-x"));
+}
+
+TEST(KernelVersion, DebianReleases) {
+  FakeSysroot fake;
+  fake.set("/proc/sys/kernel/osrelease", "6.12.117+deb12-amd64\n");
+  auto v = kernel_version(fake.root());
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->major, 6);
+  EXPECT_EQ(v->minor, 12);
+  EXPECT_EQ(v->patch, 117);
+  fake.set("/proc/sys/kernel/osrelease", "7.2-rc1\n");
+  v = kernel_version(fake.root());
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->major, 7);
+  EXPECT_EQ(v->minor, 2);
+  EXPECT_EQ(v->patch, 0);
+  fake.set("/proc/sys/kernel/osrelease", "vmlinux\n");
+  EXPECT_FALSE(kernel_version(fake.root()).ok());
+}

@@ -1,0 +1,514 @@
+// GPU driver findings of audit(): the NVIDIA driver through NVML or
+// nvidia-smi, AMD GPUs through amdgpu's sysfs files.  Documentation/topology.rst
+// ("GPU driver audit") says where each fact is read from.
+#include "audit/gpu_driver.hpp"
+
+#include "audit/audit_parts.hpp"
+#include "mltune/node_info.hpp"
+#include "mltune/parse.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <dlfcn.h>
+#include <map>
+#include <memory>
+#include <unistd.h>
+
+namespace mltune::detail {
+
+namespace {
+
+// The NVML ABI this reader uses (nvml.h): return codes, an opaque device
+// handle, enable states and nvmlPciInfo_t.
+using nvmlReturn_t = int;
+using nvmlDevice_t = struct nvmlDevice_st *;
+constexpr nvmlReturn_t k_nvml_success = 0;
+constexpr unsigned k_nvml_clock_graphics = 0;
+constexpr unsigned k_nvml_clock_mem = 2;
+constexpr unsigned long long k_reason_applications_clocks_setting = 0x2ULL;
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+
+struct DlClose {
+  void operator()(void *h) const { ::dlclose(h); }
+};
+using DlHandle = std::unique_ptr<void, DlClose>;
+
+class Nvml {
+public:
+  explicit Nvml(void *h) : h_(h) {}
+
+  template <class F> F fn(const char *name) const { return reinterpret_cast<F>(::dlsym(h_, name)); }
+  [[nodiscard]] std::string error(nvmlReturn_t rc) const {
+    auto str = fn<const char *(*)(nvmlReturn_t)>("nvmlErrorString");
+    const char *s = str != nullptr ? str(rc) : nullptr;
+    return s != nullptr ? std::string(s) : "NVML error " + std::to_string(rc);
+  }
+  // Calls `name` when the library has it: unset when it lacks it or fails.
+  template <class... A> [[nodiscard]] bool call(const char *name, A... args) const {
+    auto f = fn<nvmlReturn_t (*)(A...)>(name);
+    return f != nullptr && f(args...) == k_nvml_success;
+  }
+
+private:
+  void *h_;
+};
+
+NvidiaGpu nvml_gpu(const Nvml &nv, nvmlDevice_t d) {
+  NvidiaGpu g;
+  nvmlPciInfo_t pci{};
+  if (nv.call("nvmlDeviceGetPciInfo_v3", d, &pci) || nv.call("nvmlDeviceGetPciInfo_v2", d, &pci)) {
+    pci.busId[sizeof pci.busId - 1] = '\0';
+    g.pci = sysfs_pci_address(pci.busId);
+  }
+  unsigned a = 0;
+  unsigned b = 0;
+  if (nv.call("nvmlDeviceGetPersistenceMode", d, &a)) {
+    g.persistence = a != 0;
+  }
+  if (nv.call("nvmlDeviceGetEccMode", d, &a, &b)) {
+    g.ecc = a != 0;
+    g.ecc_pending = b != 0;
+  }
+  if (nv.call("nvmlDeviceGetMigMode", d, &a, &b)) {
+    g.mig = a != 0;
+    g.mig_pending = b != 0;
+  }
+  auto clock = [&](const char *name, unsigned type) {
+    unsigned mhz = 0;
+    return nv.call(name, d, type, &mhz) ? std::optional<unsigned>(mhz) : std::nullopt;
+  };
+  g.app_clock_gr = clock("nvmlDeviceGetApplicationsClock", k_nvml_clock_graphics);
+  g.default_app_clock_gr = clock("nvmlDeviceGetDefaultApplicationsClock", k_nvml_clock_graphics);
+  g.app_clock_mem = clock("nvmlDeviceGetApplicationsClock", k_nvml_clock_mem);
+  g.default_app_clock_mem = clock("nvmlDeviceGetDefaultApplicationsClock", k_nvml_clock_mem);
+  unsigned long long reasons = 0;
+  if (nv.call("nvmlDeviceGetCurrentClocksEventReasons", d, &reasons) ||
+      nv.call("nvmlDeviceGetCurrentClocksThrottleReasons", d, &reasons)) {
+    g.clocks_set_limit = (reasons & k_reason_applications_clocks_setting) != 0;
+  }
+  if (nv.call("nvmlDeviceGetRetiredPagesPendingStatus", d, &a)) {
+    g.retired_pages_pending = a != 0;
+  }
+  unsigned corrected = 0;
+  unsigned uncorrected = 0;
+  if (nv.call("nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &a, &b)) {
+    g.remap_pending = a != 0;
+    g.remap_failure = b != 0;
+  }
+  return g;
+}
+
+// "Enabled"/"Yes"/"Active"/"1" -> true, "Disabled"/"No"/"Not Active"/"0" ->
+// false, "[N/A]", "[Not Supported]" and anything else -> unset.
+std::optional<bool> smi_bool(std::string_view v) {
+  v = trim(v);
+  if (v == "Enabled" || v == "Yes" || v == "Active" || v == "1") {
+    return true;
+  }
+  if (v == "Disabled" || v == "No" || v == "Not Active" || v == "0") {
+    return false;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> csv_fields(std::string_view line) {
+  std::vector<std::string> f;
+  size_t pos = 0;
+  while (pos <= line.size()) {
+    const size_t e = std::min(line.find(',', pos), line.size());
+    f.emplace_back(trim(line.substr(pos, e - pos)));
+    pos = e + 1;
+  }
+  return f;
+}
+
+// Each CSV row of `argv`'s output whose first field is a bus id, by address.
+std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::string> &argv, size_t nfields) {
+  std::map<std::string, std::vector<std::string>> rows;
+  auto out = run_capture(argv);
+  if (!out) {
+    return rows;
+  }
+  for (const auto line : lines(*out)) {
+    auto f = csv_fields(line);
+    if (f.size() == nfields && !sysfs_pci_address(f[0]).empty()) {
+      rows[sysfs_pci_address(f[0])] = std::move(f);
+    }
+  }
+  return rows;
+}
+
+} // namespace
+
+std::string sysfs_pci_address(std::string_view bus_id) {
+  bus_id = trim(bus_id);
+  // [domain:]bus:device.function, the domain 4 or 8 hex digits.
+  if (bus_id.size() == 16 && bus_id.substr(0, 4) == "0000") {
+    bus_id.remove_prefix(4);
+  }
+  if (bus_id.size() != 12 || bus_id[4] != ':' || bus_id[7] != ':' || bus_id[10] != '.') {
+    return "";
+  }
+  std::string s(bus_id);
+  for (auto &c : s) {
+    if (std::isxdigit(static_cast<unsigned char>(c)) == 0 && c != ':' && c != '.') {
+      return "";
+    }
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return s;
+}
+
+Result<NvidiaState> query_nvml(const std::string &library) {
+  const DlHandle h(::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL));
+  if (!h) {
+    const char *e = ::dlerror();
+    return failure(e != nullptr ? std::string(e) : library + ": cannot be loaded");
+  }
+  const Nvml nv(h.get());
+  auto init = nv.fn<nvmlReturn_t (*)()>("nvmlInit_v2");
+  auto shutdown = nv.fn<nvmlReturn_t (*)()>("nvmlShutdown");
+  if (init == nullptr || shutdown == nullptr) {
+    return failure(library + ": no nvmlInit_v2/nvmlShutdown: not NVML");
+  }
+  if (const nvmlReturn_t rc = init(); rc != k_nvml_success) {
+    return failure("nvmlInit_v2: " + nv.error(rc));
+  }
+  struct Shutdown {
+    nvmlReturn_t (*f)();
+    ~Shutdown() { f(); }
+  } guard{shutdown};
+  NvidiaState st;
+  st.source = "NVML (" + library + ")";
+  char version[96] = {};
+  if (nv.call("nvmlSystemGetDriverVersion", static_cast<char *>(version), static_cast<unsigned>(sizeof version))) {
+    version[sizeof version - 1] = '\0';
+    st.source += ", driver " + std::string(version);
+  }
+  unsigned count = 0;
+  auto get_count = nv.fn<nvmlReturn_t (*)(unsigned *)>("nvmlDeviceGetCount_v2");
+  if (get_count == nullptr) {
+    return failure(library + ": no nvmlDeviceGetCount_v2");
+  }
+  if (const nvmlReturn_t rc = get_count(&count); rc != k_nvml_success) {
+    return failure("nvmlDeviceGetCount_v2: " + nv.error(rc));
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t d = nullptr;
+    if (nv.call("nvmlDeviceGetHandleByIndex_v2", i, &d)) {
+      st.gpus.push_back(nvml_gpu(nv, d));
+    }
+  }
+  return st;
+}
+
+Result<NvidiaState> query_nvidia_smi(const std::string &path) {
+  static constexpr const char *k_fields = "pci.bus_id,persistence_mode,ecc.mode.current,ecc.mode.pending,"
+                                          "mig.mode.current,mig.mode.pending,clocks.applications.graphics,"
+                                          "clocks.default_applications.graphics,clocks.applications.memory,"
+                                          "clocks.default_applications.memory,retired_pages.pending";
+  const auto main = smi_rows({path, std::string("--query-gpu=") + k_fields, "--format=csv,noheader,nounits"}, 11);
+  if (main.empty()) {
+    return failure(path + " --query-gpu: no answer");
+  }
+  const auto reasons = smi_rows(
+      {path, "--query-gpu=pci.bus_id,clocks_throttle_reasons.applications_clocks_setting", "--format=csv,noheader"}, 2);
+  const auto remap = smi_rows(
+      {path, "--query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure", "--format=csv,noheader"},
+      3);
+  NvidiaState st;
+  st.source = "nvidia-smi";
+  for (const auto &[addr, f] : main) {
+    NvidiaGpu g;
+    g.pci = addr;
+    g.persistence = smi_bool(f[1]);
+    g.ecc = smi_bool(f[2]);
+    g.ecc_pending = smi_bool(f[3]);
+    g.mig = smi_bool(f[4]);
+    g.mig_pending = smi_bool(f[5]);
+    auto mhz = [](const std::string &v) { return parse_int<unsigned>(v); };
+    g.app_clock_gr = mhz(f[6]);
+    g.default_app_clock_gr = mhz(f[7]);
+    g.app_clock_mem = mhz(f[8]);
+    g.default_app_clock_mem = mhz(f[9]);
+    g.retired_pages_pending = smi_bool(f[10]);
+    if (const auto r = reasons.find(addr); r != reasons.end()) {
+      g.clocks_set_limit = smi_bool(r->second[1]);
+    }
+    if (const auto r = remap.find(addr); r != remap.end()) {
+      g.remap_pending = smi_bool(r->second[1]);
+      g.remap_failure = smi_bool(r->second[2]);
+    }
+    st.gpus.push_back(std::move(g));
+  }
+  return st;
+}
+
+namespace {
+
+// "GPU 3 (0000:5d:00.0)" when the topology knows the address.
+std::string gpu_name(const Topology &t, const std::string &pci) {
+  for (const auto &g : t.gpus) {
+    if (g.pci.address == pci) {
+      return "GPU " + std::to_string(g.index) + " (" + pci + ")";
+    }
+  }
+  return pci;
+}
+
+// A per-GPU check: `bad` says whether a GPU is at fault (unset where the
+// GPU does not report the fact); one finding covers every GPU.
+struct GpuCheck {
+  const char *id;
+  Severity severity;
+  const char *what;        // "ECC disabled"
+  const char *recommended; // "ECC enabled"
+  const char *impact;
+  const char *fix;
+  std::optional<bool> (*bad)(const NvidiaGpu &);
+};
+
+std::optional<bool> differs(const std::optional<bool> &a, const std::optional<bool> &b) {
+  return a && b ? std::optional<bool>(*a != *b) : std::nullopt;
+}
+
+std::optional<bool> clocks_lowered(const NvidiaGpu &g) {
+  if (!g.app_clock_gr || !g.default_app_clock_gr) {
+    return std::nullopt;
+  }
+  return *g.app_clock_gr < *g.default_app_clock_gr ||
+         (g.app_clock_mem && g.default_app_clock_mem && *g.app_clock_mem < *g.default_app_clock_mem);
+}
+
+constexpr const char *k_reset_fix = "drain the node and reset the GPU (nvidia-smi -r) or reboot";
+
+constexpr GpuCheck k_gpu_checks[] = {
+    {"gpu:ecc", Severity::warning, "ECC disabled", "ECC enabled",
+     "Without ECC a flipped bit in GPU memory silently corrupts weights or gradients",
+     "nvidia-smi -e 1, then reset the GPU (nvidia-smi -r) or reboot",
+     [](const NvidiaGpu &g) { return g.ecc ? std::optional<bool>(!*g.ecc) : std::nullopt; }},
+    {"gpu:ecc_pending", Severity::warning, "an ECC mode change waits for a GPU reset", "no pending ECC change",
+     "The GPU runs in a mode other than the configured one until it is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return differs(g.ecc, g.ecc_pending); }},
+    {"gpu:mig", Severity::info, "MIG mode enabled", "MIG disabled on GPUs that run whole training jobs",
+     "With MIG a job sees GPU instances, not the whole GPU: a fraction of its SMs and memory",
+     "nvidia-smi -mig 0 -i <GPU> where whole GPUs are wanted", [](const NvidiaGpu &g) { return g.mig; }},
+    {"gpu:mig_pending", Severity::warning, "a MIG mode change waits for a GPU reset", "no pending MIG change",
+     "The GPU runs in a MIG mode other than the configured one until it is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return differs(g.mig, g.mig_pending); }},
+    {"gpu:app_clocks", Severity::warning, "application clocks below the default", "application clocks at their default",
+     "Kernels run at the lowered clock: every step takes longer", "nvidia-smi -rac (reset application clocks)",
+     clocks_lowered},
+    {"gpu:clock_limit", Severity::info, "clocks held by an application-clocks or locked-clocks setting",
+     "clocks free to boost", "A clock lock set for determinism or power caps every kernel's speed",
+     "nvidia-smi -rgc -rmc (reset locked clocks) and nvidia-smi -rac, unless the lock is intended",
+     [](const NvidiaGpu &g) { return g.clocks_set_limit; }},
+    {"gpu:retired_pages", Severity::critical, "retired pages waiting for a GPU reset", "no pending page retirement",
+     "Memory pages with errors stay in use until the GPU is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return g.retired_pages_pending; }},
+    {"gpu:row_remap_pending", Severity::warning, "row remapping waiting for a GPU reset", "no pending row remapping",
+     "Rows with uncorrectable errors stay in use until the GPU is reset", k_reset_fix,
+     [](const NvidiaGpu &g) { return g.remap_pending; }},
+    {"gpu:row_remap_failure", Severity::critical, "row remapping failed", "no row remapping failure",
+     "The GPU has run out of spare rows for failing memory: its memory can no longer be trusted",
+     "take the node out of service and have the GPU replaced", [](const NvidiaGpu &g) { return g.remap_failure; }},
+};
+
+void per_gpu(const Topology &t, const NvidiaState &st, const GpuCheck &c, std::vector<Finding> &out) {
+  unsigned known = 0;
+  std::string list;
+  for (const auto &g : st.gpus) {
+    const auto b = c.bad(g);
+    if (!b) {
+      continue;
+    }
+    ++known;
+    if (*b) {
+      list += (list.empty() ? "" : ", ") + gpu_name(t, g.pci);
+    }
+  }
+  if (known == 0) {
+    return; // no GPU reports it
+  }
+  Finding f{c.id, "gpu", Severity::ok, "", c.recommended, c.impact, ""};
+  if (list.empty()) {
+    f.current = "fine on " + std::to_string(known) + "/" + std::to_string(known) + " GPUs";
+  } else {
+    f.severity = c.severity;
+    f.current = std::string(c.what) + " on " + list;
+    f.fix = c.fix;
+  }
+  out.push_back(std::move(f));
+}
+
+void nvidia_findings(const Sysroot &root, const Topology &t, const NvidiaState &st, std::vector<Finding> &out) {
+  unsigned pm_on = 0;
+  std::string pm_off;
+  for (const auto &g : st.gpus) {
+    if (g.persistence.value_or(false)) {
+      ++pm_on;
+    } else {
+      pm_off += (pm_off.empty() ? "" : ", ") + gpu_name(t, g.pci);
+    }
+  }
+  Finding pm{"gpu:persistence_mode",
+             "gpu",
+             Severity::ok,
+             "Enabled on " + std::to_string(pm_on) + "/" + std::to_string(st.gpus.size()) + " GPUs",
+             "Enabled on all GPUs",
+             "Without persistence the driver tears GPUs down between jobs: seconds of start-up latency",
+             {}};
+  if (!pm_off.empty()) {
+    pm.severity = Severity::warning;
+    pm.current += " (off: " + pm_off + ")";
+    pm.fix = "systemctl enable --now nvidia-persistenced  (or: nvidia-smi -pm 1)";
+  }
+  out.push_back(std::move(pm));
+  for (const auto &c : k_gpu_checks) {
+    per_gpu(t, st, c, out);
+  }
+  const int mps = installed_process_pid(root, "nvidia-cuda-mps",
+                                        {"/usr/bin/nvidia-cuda-mps-control", "/usr/local/bin/nvidia-cuda-mps-control"});
+  out.push_back(Finding{"gpu:mps", "gpu", mps > 0 ? Severity::info : Severity::ok,
+                        mps > 0 ? "MPS daemon running (pid " + std::to_string(mps) + ")" : "no MPS daemon",
+                        "MPS only where processes are meant to share GPUs",
+                        "Under MPS the processes of all jobs share each GPU's SMs through one server",
+                        mps > 0 ? "echo quit | nvidia-cuda-mps-control, where GPUs are not to be shared" : ""});
+}
+
+bool is_executable(const Sysroot &root, std::string_view abs) {
+  return ::access(root.path(abs).c_str(), X_OK) == 0;
+}
+
+// The active profile of pp_power_profile_mode (the row marked '*') and the
+// index of COMPUTE; either may be unknown.
+struct PowerProfiles {
+  std::string active;
+  std::string compute_index;
+};
+
+PowerProfiles power_profiles(std::string_view text) {
+  PowerProfiles p;
+  for (const auto line : lines(text)) {
+    const auto w = words(line);
+    if (w.size() < 2 || !parse_int<unsigned>(w[0])) {
+      continue;
+    }
+    std::string name = w[1];
+    const auto colon = line.find(':');
+    const bool active = line.substr(0, colon).find('*') != std::string_view::npos;
+    name.erase(std::remove_if(name.begin(), name.end(), [](char c) { return c == '*' || c == ':'; }), name.end());
+    if (active) {
+      p.active = name;
+    }
+    if (name == "COMPUTE") {
+      p.compute_index = w[0];
+    }
+  }
+  return p;
+}
+
+void amd_findings(const Sysroot &root, const Topology &t, std::vector<Finding> &out) {
+  std::string low;
+  std::string not_compute;
+  std::string fix_level;
+  std::string fix_profile;
+  unsigned levels = 0;
+  unsigned profiles = 0;
+  for (const auto &g : t.gpus) {
+    if (g.vendor != "AMD") {
+      continue;
+    }
+    const std::string dev = "/sys/bus/pci/devices/" + g.pci.address;
+    const std::string name = "GPU " + std::to_string(g.index) + " (" + g.pci.address + ")";
+    if (auto level = root.read_value(dev + "/power_dpm_force_performance_level")) {
+      ++levels;
+      if (*level == "low" || *level == "profile_min_sclk" || *level == "profile_min_mclk") {
+        low += (low.empty() ? "" : ", ") + name + " " + *level;
+        fix_level +=
+            (fix_level.empty() ? "" : "; ") + std::string("echo auto > ") + dev + "/power_dpm_force_performance_level";
+      }
+    }
+    if (auto modes = root.read(dev + "/pp_power_profile_mode")) {
+      const PowerProfiles p = power_profiles(*modes);
+      if (p.active.empty()) {
+        continue;
+      }
+      ++profiles;
+      if (p.active != "COMPUTE") {
+        not_compute += (not_compute.empty() ? "" : ", ") + name + " " + p.active;
+        if (!p.compute_index.empty()) {
+          fix_profile += (fix_profile.empty() ? "" : "; ") + std::string("echo manual > ") + dev +
+                         "/power_dpm_force_performance_level; echo " + p.compute_index + " > " + dev +
+                         "/pp_power_profile_mode";
+        }
+      }
+    }
+  }
+  if (levels > 0) {
+    out.push_back(
+        Finding{"gpu:amd:performance_level", "gpu", low.empty() ? Severity::ok : Severity::warning,
+                low.empty() ? "no GPU forced low (" + std::to_string(levels) + " GPUs)" : "forced low: " + low,
+                "auto (or high / a profile_peak set on purpose)",
+                "A GPU forced to its lowest clocks runs every kernel slowly", fix_level});
+  }
+  if (profiles > 0) {
+    out.push_back(Finding{
+        "gpu:amd:power_profile", "gpu", not_compute.empty() ? Severity::ok : Severity::info,
+        not_compute.empty() ? "COMPUTE on " + std::to_string(profiles) + " GPUs" : "not COMPUTE: " + not_compute,
+        "COMPUTE", "The power profile tunes the clock governor for the workload it names", fix_profile});
+  }
+}
+
+} // namespace
+
+void audit_gpu_driver(const Sysroot &root, const Topology &t, const AuditOptions &opt, std::vector<Finding> &out) {
+  const bool nvidia_gpus = std::any_of(t.gpus.begin(), t.gpus.end(), [](const Gpu &g) { return g.vendor == "NVIDIA"; });
+  std::string library = opt.nvml_library;
+  if (library.empty()) {
+    library = root.is_live() ? "libnvidia-ml.so.1" : "none";
+  }
+  std::vector<std::string> notes;
+  std::optional<NvidiaState> st;
+  if (library != "none") {
+    auto r = query_nvml(library);
+    if (r && !r->gpus.empty()) {
+      st = std::move(*r);
+    } else {
+      notes.push_back(r ? "NVML reports no GPU" : "NVML: " + r.error().message);
+    }
+  }
+  const std::string smi = "/usr/bin/nvidia-smi";
+  if (!st && opt.run_nvidia_smi && is_executable(root, smi)) {
+    auto r = query_nvidia_smi(root.path(smi).string());
+    if (r) {
+      st = std::move(*r);
+    } else {
+      notes.push_back(r.error().message);
+    }
+  } else if (!st) {
+    notes.emplace_back(opt.run_nvidia_smi ? "no " + smi : "nvidia-smi not run");
+  }
+  if (st) {
+    out.push_back(Finding{"gpu:driver", "gpu", Severity::ok,
+                          st->source + ": " + std::to_string(st->gpus.size()) + " GPUs", "", "", ""});
+    nvidia_findings(root, t, *st, out);
+  } else if (nvidia_gpus) {
+    std::string why;
+    for (const auto &n : notes) {
+      why += (why.empty() ? "" : "; ") + n;
+    }
+    out.push_back(Finding{"gpu:driver", "gpu", Severity::info, "NVIDIA driver state not read: " + why,
+                          "NVML (libnvidia-ml.so.1) or nvidia-smi",
+                          "Persistence, ECC, MIG, clocks and memory retirement go unchecked",
+                          "install the NVIDIA driver's NVML library and nvidia-smi, or name the library with "
+                          "mltunectl audit --nvml PATH"});
+  }
+  amd_findings(root, t, out);
+}
+
+} // namespace mltune::detail

@@ -1,0 +1,46 @@
+// /proc/PID/stat: the one parser of a task's stat line in libmltune (used by
+// the thread rules in sched/ and the kthread placement in feeder/).
+//
+// The line is "PID (COMM) STATE PPID ...": COMM may itself hold spaces and
+// parentheses, so it runs from the first '(' to the last ')'; the fields
+// after it are numbered as in proc(5), field 3 (state) being the first.
+#pragma once
+
+#include "mltune/parse.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune::proc {
+
+struct Stat {
+  std::string comm;
+  std::vector<std::string> fields; // fields[0] is field 3 of proc(5)
+
+  // Field `n` (proc(5) numbering, n >= 3) as an integer; nullopt when the
+  // line is shorter or the field is not a number.
+  template <std::integral T> [[nodiscard]] std::optional<T> field(size_t n) const {
+    if (n < 3 || n - 3 >= fields.size()) {
+      return std::nullopt;
+    }
+    return parse_int<T>(fields[n - 3]);
+  }
+};
+
+// nullopt when `text` is not a stat line.
+std::optional<Stat> parse_stat(std::string_view text);
+
+// proc(5) field numbers used by the library.
+inline constexpr size_t k_stat_flags = 9;      // PF_* flags
+inline constexpr size_t k_stat_starttime = 22; // clock ticks after boot
+
+// Task flags (include/linux/sched.h).
+inline constexpr unsigned k_pf_kthread = 0x00200000;
+inline constexpr unsigned k_pf_no_setaffinity = 0x04000000;
+
+// The numeric names in a /proc or /proc/PID/task listing, ascending.
+std::vector<int> pids(const std::vector<std::string> &names);
+
+} // namespace mltune::proc

@@ -1,0 +1,91 @@
+#include "base/process.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <linux/mempolicy.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace mltune::detail {
+
+namespace {
+
+// A nodemask for set_mempolicy(2): one bit per node, in unsigned longs.
+struct NodeMask {
+  std::vector<unsigned long> words;
+  unsigned long maxnode = 0; // bits + 1, as libnuma passes it
+
+  explicit NodeMask(const std::vector<int> &nodes) {
+    constexpr int k_bits = 8 * sizeof(unsigned long);
+    int top = 0;
+    for (const int n : nodes) {
+      top = std::max(top, n);
+    }
+    words.assign(static_cast<size_t>(top / k_bits) + 1, 0);
+    for (const int n : nodes) {
+      words[static_cast<size_t>(n / k_bits)] |= 1UL << static_cast<unsigned>(n % k_bits);
+    }
+    maxnode = words.size() * k_bits + 1;
+  }
+};
+
+std::string node_list(const std::vector<int> &nodes) {
+  std::string s;
+  for (const int n : nodes) {
+    s += (s.empty() ? "" : ",") + std::to_string(n);
+  }
+  return s;
+}
+
+Status set_policy(int mode, const char *name, const std::vector<int> &nodes) {
+  for (const int n : nodes) {
+    if (n < 0 || n >= 1 << 16) {
+      return input_error(std::string(name) + ": invalid NUMA node " + std::to_string(n));
+    }
+  }
+  if (nodes.empty()) {
+    return input_error(std::string(name) + ": no NUMA node given");
+  }
+  const NodeMask m(nodes);
+  if (::syscall(SYS_set_mempolicy, mode, m.words.data(), m.maxnode) != 0) {
+    return sys_error("set_mempolicy(" + std::string(name) + ", nodes " + node_list(nodes) + ")", errno);
+  }
+  return {};
+}
+
+} // namespace
+
+Status set_affinity(const CpuSet &cpus) {
+  const auto set = cpus.native();
+  if (::sched_setaffinity(0, CpuSet::Native::size(), set.get()) != 0) {
+    return sys_error("sched_setaffinity(CPUs " + cpus.str() + ")", errno);
+  }
+  return {};
+}
+
+Status bind_memory(const std::vector<int> &nodes) {
+  return set_policy(MPOL_BIND, "MPOL_BIND", nodes);
+}
+
+Status prefer_memory(const std::vector<int> &nodes) {
+  if (auto st = set_policy(MPOL_PREFERRED_MANY, "MPOL_PREFERRED_MANY", nodes); st || st.error().sys_errno != EINVAL) {
+    return st;
+  }
+  return set_policy(MPOL_PREFERRED, "MPOL_PREFERRED", {nodes.front()});
+}
+
+Status exec_argv(const std::vector<std::string> &argv) {
+  if (argv.empty()) {
+    return input_error("no command given");
+  }
+  std::vector<char *> args;
+  args.reserve(argv.size() + 1);
+  for (const auto &a : argv) {
+    args.push_back(const_cast<char *>(a.c_str())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  }
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  return sys_error(argv[0], errno);
+}
+
+} // namespace mltune::detail

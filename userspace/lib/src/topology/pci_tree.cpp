@@ -1,0 +1,212 @@
+// The PCIe tree above the GPUs, NICs and NVMe devices of a Topology: for
+// each device, the chain of PCI functions that sysfs nests it under
+// (/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:00.0/0000:18:00.0:
+// host bridge pci0000:15, root port 15:01.0, switch upstream port 16:00.0,
+// downstream port 17:00.0, the GPU), each function with its link attributes,
+// parsed config space, NUMA node, IOMMU group and physical slot.
+#include "mltune/parse.hpp"
+#include "topology/topology_phases.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace mltune::detail {
+
+namespace {
+
+constexpr unsigned k_max_width = 32; // the widest link PCIe defines
+
+class TreeReader {
+public:
+  TreeReader(const Sysroot &root, Topology &t) : root_(root), t_(t) {
+    for (const auto &name : root.list_dir("/sys/bus/pci/slots")) {
+      if (auto a = root.read("/sys/bus/pci/slots/" + name + "/address")) {
+        slots_[std::string(trim(*a))] = name; // "0000:18:00": domain, bus, device
+      }
+    }
+  }
+
+  // Adds the device at `loc` and the bridges above it; fills loc's host bridge and path.
+  void add(PciLocality &loc, const std::string &label) {
+    auto resolved = resolve_link(root_, "/sys/bus/pci/devices/" + loc.address, t_);
+    if (!resolved) {
+      return;
+    }
+    std::vector<std::string> chain;
+    std::string host_bridge;
+    size_t pos = 0;
+    const std::string &p = *resolved;
+    while (pos < p.size()) {
+      const size_t end = std::min(p.find('/', pos), p.size());
+      const std::string comp = p.substr(pos, end - pos);
+      if (comp.starts_with("pci") && comp.size() > 3 && comp.find(':') != std::string::npos) {
+        host_bridge = comp;
+        chain.clear();
+      } else if (!host_bridge.empty() && is_pci_address(comp)) {
+        chain.push_back(comp);
+      }
+      pos = end + 1;
+    }
+    if (chain.empty() || chain.back() != loc.address) {
+      t_.warnings.push_back("/sys/bus/pci/devices/" + loc.address + ": not below a PCI host bridge (" + p + ")");
+      return;
+    }
+    loc.host_bridge = host_bridge;
+    loc.path.assign(chain.begin(), chain.end() - 1);
+    for (size_t i = 0; i < chain.size(); ++i) {
+      PciNode &n = node(chain[i], i == 0 ? std::string() : chain[i - 1], host_bridge);
+      if (i + 1 == chain.size()) {
+        n.device = label;
+      } else {
+        has_children_.insert(chain[i]);
+      }
+    }
+  }
+
+  std::vector<PciNode> finish() {
+    std::function<PciePortType(const std::string &)> infer = [&](const std::string &addr) {
+      PciNode &n = nodes_.at(addr);
+      if (n.type != PciePortType::unknown) {
+        return n.type;
+      }
+      const PciePortType up = n.parent.empty() ? PciePortType::unknown : infer(n.parent);
+      if (!n.bridge() && has_children_.count(addr) == 0) {
+        n.type = n.parent.empty() ? PciePortType::rc_endpoint : PciePortType::endpoint;
+      } else if (n.parent.empty()) {
+        n.type = PciePortType::root_port;
+      } else if (up == PciePortType::root_port || up == PciePortType::switch_downstream) {
+        n.type = PciePortType::switch_upstream;
+      } else if (up == PciePortType::switch_upstream) {
+        n.type = PciePortType::switch_downstream;
+      }
+      return n.type;
+    };
+    std::vector<PciNode> out;
+    out.reserve(nodes_.size());
+    for (auto &[addr, n] : nodes_) {
+      infer(addr);
+      out.push_back(n);
+    }
+    return out;
+  }
+
+private:
+  PciNode &node(const std::string &addr, const std::string &parent, const std::string &host_bridge) {
+    auto [it, fresh] = nodes_.try_emplace(addr);
+    PciNode &n = it->second;
+    if (!fresh) {
+      return n;
+    }
+    const std::string dir = "/sys/bus/pci/devices/" + addr;
+    n.address = addr;
+    n.parent = parent;
+    n.host_bridge = host_bridge;
+    n.pci_class = text(dir + "/class");
+    if (auto c = root_.read(dir + "/config")) {
+      n.config = parse_pci_config(*c);
+      if (n.config.pcie) {
+        n.type = n.config.type;
+        n.type_from_config = n.type != PciePortType::unknown;
+      }
+    }
+    read_link(dir, n);
+    if (auto v = parse_int<int>(text(dir + "/numa_node"))) {
+      n.numa_node = std::max(-1, *v);
+    }
+    if (auto g = resolve_link(root_, dir + "/iommu_group", t_)) {
+      const std::string name = g->substr(g->rfind('/') + 1);
+      if (auto id = parse_int<int>(name)) {
+        n.iommu_group = *id;
+        n.iommu_type = text("/sys/kernel/iommu_groups/" + name + "/type");
+      }
+    }
+    if (const auto s = slots_.find(addr.substr(0, 10)); s != slots_.end()) {
+      n.slot = s->second;
+    }
+    return n;
+  }
+
+  std::string text(const std::string &abs) {
+    auto r = root_.read(abs);
+    return r ? std::string(trim(*r)) : std::string();
+  }
+
+  unsigned width(const std::string &abs) {
+    const auto w = parse_int<unsigned>(text(abs));
+    return w && *w <= k_max_width ? *w : 0;
+  }
+
+  // sysfs first; the capability's own registers where a kernel lacks the files.
+  void read_link(const std::string &dir, PciNode &n) {
+    n.link.current_speed = parse_link_speed(text(dir + "/current_link_speed")).value_or(0);
+    n.link.max_speed = parse_link_speed(text(dir + "/max_link_speed")).value_or(0);
+    n.link.current_width = width(dir + "/current_link_width");
+    n.link.max_width = width(dir + "/max_link_width");
+    const bool has_link = n.config.type != PciePortType::rc_endpoint;
+    if (n.config.pcie && has_link && !root_.exists(dir + "/current_link_speed")) {
+      n.link = {n.config.sta_speed, n.config.cap_speed, n.config.sta_width, n.config.cap_width};
+    }
+  }
+
+  const Sysroot &root_;
+  Topology &t_;
+  std::map<std::string, PciNode> nodes_;
+  std::map<std::string, std::string> slots_;
+  std::set<std::string> has_children_; // functions something hangs below: bridges
+};
+
+} // namespace
+
+void read_pci_tree(const Sysroot &root, Topology &t) {
+  TreeReader rd(root, t);
+  for (auto &g : t.gpus) {
+    rd.add(g.pci, "GPU " + std::to_string(g.index));
+  }
+  for (auto &n : t.nics) {
+    rd.add(n.pci, "NIC " + n.name);
+  }
+  for (auto &n : t.nvme) {
+    rd.add(n.pci, "NVMe " + n.name);
+  }
+  t.pci = rd.finish();
+  t.iommu_groups = !root.list_dir("/sys/kernel/iommu_groups").empty();
+}
+
+} // namespace mltune::detail
+
+namespace mltune {
+
+std::string_view to_string(PciDistance d) {
+  switch (d) {
+  case PciDistance::same_switch: return "switch";
+  case PciDistance::same_root_port: return "root-port";
+  case PciDistance::same_host_bridge: return "host-bridge";
+  case PciDistance::same_node: return "node";
+  case PciDistance::cross_node: return "system";
+  case PciDistance::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+PciDistance pci_distance(const Topology &t, const PciLocality &a, const PciLocality &b) {
+  if (!a.host_bridge.empty() && a.host_bridge == b.host_bridge) {
+    size_t k = 0;
+    while (k < a.path.size() && k < b.path.size() && a.path[k] == b.path[k]) {
+      ++k;
+    }
+    if (k == 0) {
+      return PciDistance::same_host_bridge;
+    }
+    const PciNode *common = t.pci_node(a.path[k - 1]);
+    return common != nullptr && common->type == PciePortType::root_port ? PciDistance::same_root_port
+                                                                        : PciDistance::same_switch;
+  }
+  if (t.cpu_nodes() <= 1 || (a.numa_node >= 0 && a.numa_node == b.numa_node)) {
+    return PciDistance::same_node;
+  }
+  return a.numa_node >= 0 && b.numa_node >= 0 ? PciDistance::cross_node : PciDistance::unknown;
+}
+
+} // namespace mltune
