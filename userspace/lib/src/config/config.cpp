@@ -37,7 +37,7 @@ Result<std::uint64_t> pool_pages(const toml::node &v, const std::string &where, 
     return *p;
   }
   return input_error(where + ": " + std::string(what) +
-                     ": expected a size string (\"512M\", \"1G\") or a count of 2 MiB pages");
+                     R"(: expected a size string ("512M", "1G") or a count of 2 MiB pages)");
 }
 
 // "2-3,6-7", "feeder", "feeder:N", or "" (feeder off).
@@ -53,7 +53,7 @@ Status check_feeder_cpus(std::string_view spec, const std::string &where) {
   }
   if (auto c = parse_cpuset(spec, "feeder cpus"); !c) {
     return input_error(where + ": " + c.error().message +
-                       " (expected a cpulist such as \"2-3,6-7\", \"feeder\" or \"feeder:N\")");
+                       R"( (expected a cpulist such as "2-3,6-7", "feeder" or "feeder:N"))");
   }
   return {};
 }
@@ -64,7 +64,7 @@ Status parse_pool(const toml::table &t, const std::string &display, NodeConfig &
     if (k == "reserve") {
       const auto *nodes = v.as_table();
       if (nodes == nullptr) {
-        return input_error(w + ": pool.reserve must be a table of NUMA node = size, e.g. { 0 = \"512M\" }");
+        return input_error(w + R"(: pool.reserve must be a table of NUMA node = size, e.g. { 0 = "512M" })");
       }
       for (const auto &[nk, nv] : *nodes) {
         const std::string nw = at(display, nk.source());
@@ -98,7 +98,7 @@ Status parse_feeder(const toml::table &t, const std::string &display, NodeConfig
     const auto *s = v.as_string();
     if (k == "cpus") {
       if (s == nullptr) {
-        return input_error(w + ": feeder.cpus must be a string: a cpulist, \"feeder\", \"feeder:N\" or \"\" (off)");
+        return input_error(w + R"(: feeder.cpus must be a string: a cpulist, "feeder", "feeder:N" or "" (off))");
       }
       if (auto st = check_feeder_cpus(s->get(), w); !st) {
         return st;
@@ -106,7 +106,7 @@ Status parse_feeder(const toml::table &t, const std::string &display, NodeConfig
       cfg.feeder_cpus = s->get();
     } else if (k == "mechanism") {
       if (s == nullptr || (s->get() != "auto" && s->get() != "sched_ext" && s->get() != "cpuset")) {
-        return input_error(w + ": feeder.mechanism must be \"auto\", \"sched_ext\" or \"cpuset\"");
+        return input_error(w + R"(: feeder.mechanism must be "auto", "sched_ext" or "cpuset")");
       }
       cfg.feeder_mechanism = s->get();
     } else {
@@ -145,7 +145,7 @@ Result<NodeConfig> parse_config(std::string_view text, const std::string &displa
     if (k == "profile") {
       const auto *s = v.as_string();
       if (s == nullptr || s->get().empty()) {
-        return input_error(w + ": profile must name a profile (a name such as \"training\", or a .toml file)");
+        return input_error(w + R"(: profile must name a profile (a name such as "training", or a .toml file))");
       }
       cfg.profile = s->get();
     } else if (k == "watcher") {
