@@ -165,7 +165,7 @@ dkms-check:
 # Benchmarks (ratios side by side in one run, medians over repeats). The
 # guest ones boot a VM; switch_vs_tuned and sched_latency change host
 # settings as root and restore them. Results: bench/*/README.md.
-BENCHES ?= switch hugepool nic plan switch_vs_tuned sched_latency feeder
+BENCHES ?= switch hugepool nic plan switch_vs_tuned sched_latency feeder noise
 bench: build
 	@for b in $(BENCHES); do echo "==== bench/$$b"; bench/$$b/run.sh || exit 1; done
 

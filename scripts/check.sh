@@ -116,10 +116,11 @@ guest_suite() { # guest_suite SERIES
 		[ -x "$t" ] && [ "$t" != lib.sh ] && printf '%s ' "$t"; done)
 	if [ -n "$names" ]; then
 		note "---- guest integration tests in the $s guest"
-		local bins=(--bin /usr/sbin/ethtool)
+		# jq reads mltunectl's JSON; perf cross-checks noise (linux-perf)
+		local bins=(--bin /usr/sbin/ethtool --bin /usr/bin/jq --bin /usr/bin/perf)
 		# test helper programs built with the unit tests (e.g. nccl_mimic)
 		# (a missing one would turn its test into a SKIP: fail instead)
-		for b in build/userspace/nccl_mimic; do
+		for b in build/userspace/nccl_mimic build/userspace/noise_plant; do
 			if [ -x "$b" ]; then
 				bins+=(--bin "$ROOT/$b")
 			else

@@ -18,6 +18,7 @@ BASE_PKGS=(
 	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy-16
 	ethtool iproute2 procps util-linux tuned jq
 	debhelper dh-dkms dpkg-dev fakeroot lintian qemu-utils e2fsprogs
+	linux-perf
 )
 BACKPORTS_PKGS=(libbpf-dev bpftool)
 

@@ -7,7 +7,11 @@
 // is reported.  A third thread ("mimic-worker") never matches a rule.
 //
 //   nccl_mimic [--delay MS] [--spawn-after MS] [--run MS] [--progress N] [--hold FILE]
+//              [--service-poll MS]
 //
+// --service-poll MS: after its spawn the service thread sleeps MS between
+// polls, as NCCL's does in poll() when no operation is pending (500 ms), so
+// it is asleep when a tool changes it (1 by default: like the others).
 // --run MS: how long the threads live.  With --hold FILE they live until FILE
 // exists (the test creates it once it has looked at them), --run MS being
 // the upper bound.
@@ -35,6 +39,7 @@ int g_delay_ms = 500;
 int g_spawn_after_ms = 1500;
 int g_run_ms = 4000;
 int g_progress = 1;
+int g_service_poll_ms = 1;
 std::string g_hold;
 volatile bool g_stop = false;
 pthread_mutex_t g_out = PTHREAD_MUTEX_INITIALIZER;
@@ -62,13 +67,13 @@ void sleep_ms(int ms) {
   }
 }
 
-// Polls like NCCL's proxy loop, but sleeps a little so the TCG guest stays usable.
-void poll_until_stop() {
+// Polls like NCCL's proxy loop, but sleeps a little (ms) so the TCG guest stays usable.
+void poll_until_stop(int ms = 1) {
   while (!g_stop) {
     for (int i = 0; i < 10; ++i) {
       sched_yield();
     }
-    sleep_ms(1);
+    sleep_ms(ms);
   }
 }
 
@@ -103,7 +108,7 @@ void *service_main(void * /*arg*/) {
     sleep_ms(50);
     say("spawn result=ok\n");
   }
-  poll_until_stop();
+  poll_until_stop(g_service_poll_ms);
   if (rc == 0) {
     pthread_join(t, nullptr);
   }
@@ -130,10 +135,13 @@ int main(int argc, char **argv) {
       g_run_ms = v;
     } else if (a == "--progress") {
       g_progress = v;
+    } else if (a == "--service-poll") {
+      g_service_poll_ms = v;
     } else if (a == "--hold") {
       g_hold = argv[i + 1];
     } else {
-      std::fprintf(stderr, "usage: nccl_mimic [--delay MS] [--spawn-after MS] [--run MS] [--progress N] [--hold FILE]\n");
+      std::fprintf(stderr, "usage: nccl_mimic [--delay MS] [--spawn-after MS] [--run MS] [--progress N] [--hold FILE] "
+                           "[--service-poll MS]\n");
       return 2;
     }
   }

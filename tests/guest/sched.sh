@@ -121,7 +121,10 @@ wait $mpid 2>/dev/null; mpid=
 t_check "watcher survived the exiting process" grep -q "spawn result" $T/mimic.log
 
 # ---- 3. feeder cores: DEADLINE threads only there, root partition ------------
-nccl_mimic --delay 100 --spawn-after 300 --run 120000 --hold $T/release2 >$T/mimic2.log &
+# The service thread sleeps 3 s between polls (NCCL's sleeps 500 ms in poll()):
+# it is asleep on a CPU outside the partition when it is moved in, which
+# sched_setattr(DEADLINE) refuses there (EPERM) until it wakes up.
+nccl_mimic --delay 100 --spawn-after 300 --run 120000 --hold $T/release2 --service-poll 3000 >$T/mimic2.log &
 mpid=$!
 wait_for "^spawn result" $T/mimic2.log || t_diag "second mimic has not spawned after 60 s"
 mltunectl sched apply --profile /tests/guest/sched-feeder.toml --feeder 6-7 --pid $mpid >$T/apply.log 2>&1

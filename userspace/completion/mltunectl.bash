@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch persist nic topology plan exec boot sched watch pool feeder"
+	local commands="profile audit verify diff switch persist nic topology plan exec boot sched watch pool feeder noise drift"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -29,6 +29,8 @@ _mltunectl() {
 	--sysroot) _filedir -d; return ;;
 	--backend | -b) COMPREPLY=($(compgen -W "auto kernel direct" -- "$cur")); return ;;
 	--profile | -p) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); return ;;
+	--probe) COMPREPLY=($(compgen -W "auto bpf proc" -- "$cur")); return ;;
+	--path) _filedir; return ;;
 	--mempolicy) COMPREPLY=($(compgen -W "bind preferred none" -- "$cur")); return ;;
 	--nvml) COMPREPLY=($(compgen -W "none" -- "$cur")); _filedir so; return ;;
 	esac
@@ -37,8 +39,11 @@ _mltunectl() {
 		local opts=$globals
 		case $cmd in
 		switch) opts+=" --backend" ;;
-		audit) opts+=" --profile --nvml --no-nvidia-smi" ;;
+		audit) opts+=" --profile --nvml --no-nvidia-smi --noise --noise-budget" ;;
 		exec) opts+=" --gpu --rank --mempolicy --gpus-per-rank --feeder-cores-per-gpu" ;;
+		noise) opts+=" --cpus --duration --probe --own-cgroup --top" ;;
+		drift) [[ $sub == show ]] && opts+=" --path --tid" ;;
+		feeder) [[ $sub == status ]] && opts+=" --noise --budget" ;;
 		persist) opts+=" --profile --remove" ;;
 		sched) [[ $sub == reset ]] && opts+=" --pid" || opts+=" --profile --pid --feeder"; [[ $sub == watch ]] && opts+=" --duration --rt-priority" ;;
 		watch) opts+=" --profile --pid --feeder --duration --rt-priority" ;;
@@ -70,6 +75,7 @@ _mltunectl() {
 		;;
 	boot) [[ -z $sub ]] && COMPREPLY=($(compgen -W "show apply verify remove" -- "$cur")) ;;
 	pool) [[ -z $sub ]] && COMPREPLY=($(compgen -W "status reserve release" -- "$cur")) ;;
+	drift) [[ -z $sub ]] && COMPREPLY=($(compgen -W "start stop status show" -- "$cur")) ;;
 	feeder)
 		case $sub in
 		"") COMPREPLY=($(compgen -W "status on off run" -- "$cur")) ;;

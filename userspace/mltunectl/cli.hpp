@@ -18,6 +18,12 @@
 #include <string>
 #include <vector>
 
+namespace mltune {
+struct NoiseReport;
+struct DriftWrite;
+class CpuSet;
+} // namespace mltune
+
 namespace mltune::cli {
 
 // Exit codes (documented in mltunectl(8)).
@@ -66,6 +72,19 @@ void register_sched(CLI::App &app, Context &ctx);  // sched list|apply|watch|res
 void register_feeder(CLI::App &app, Context &ctx); // feeder status|on|off|run
 void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release|quota
 void register_config(CLI::App &app, Context &ctx); // config show|check|apply|revert|watcher
+void register_noise(CLI::App &app, Context &ctx);  // noise
+void register_drift(CLI::App &app, Context &ctx);  // drift start|stop|status|show
+
+// Feeder and housekeeping CPUs of a spec: a cpulist (no housekeeping), or a
+// role of the CPU plan ("feeder", "feeder:N").
+Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec);
+// The CPUs `noise` watches: "" every online CPU (an empty set), "feeder" the
+// active feeder cores (else the plan's), or a cpulist or plan role.
+Result<CpuSet> noise_cpus(const Sysroot &root, const std::string &spec);
+// A noise report as `noise --json` prints it (feeder status and audit too).
+nlohmann::json noise_json(const NoiseReport &r);
+// One drift record as `drift show --json` prints it (verify's changed_by).
+nlohmann::json drift_write_json(const DriftWrite &w);
 
 // Runs mltunectl with argv (without the program name); returns the exit code.
 int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err);

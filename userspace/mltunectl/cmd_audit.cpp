@@ -1,9 +1,10 @@
-// mltunectl audit [--profile P] [--nvml PATH|none] [--no-nvidia-smi]
+// mltunectl audit [--profile P] [--nvml PATH|none] [--no-nvidia-smi] [--noise S [--noise-budget N]]
 #include "cli.hpp"
 
 #include "mltune/audit.hpp"
 #include "mltune/compare.hpp"
 #include "mltune/node_info.hpp"
+#include "mltune/noise.hpp"
 
 #include <map>
 #include <ostream>
@@ -16,6 +17,8 @@ struct AuditArgs {
   std::string profile;
   AuditOptions opt;
   bool no_smi = false;
+  double noise_seconds = 0; // --noise S: 0 = off
+  double noise_budget = 100;
 };
 
 void run_audit(Context &ctx, const AuditArgs &a) {
@@ -30,7 +33,21 @@ void run_audit(Context &ctx, const AuditArgs &a) {
   if (!p) {
     return ctx.fail(p.error());
   }
-  const auto findings = audit(*p, root, opt);
+  auto findings = audit(*p, root, opt);
+  if (a.noise_seconds > 0) {
+    // The feeder cores (active, else the plan's), else every CPU.
+    auto cpus = noise_cpus(root, "feeder");
+    NoiseOptions nopt;
+    nopt.cpus = cpus ? *cpus : CpuSet{};
+    nopt.seconds = a.noise_seconds;
+    auto r = measure_noise(root, nopt);
+    if (!r) {
+      return ctx.fail(with_context(r.error(), "--noise"));
+    }
+    for (auto &f : noise_findings(*r, a.noise_budget)) {
+      findings.push_back(std::move(f));
+    }
+  }
   const Severity w = worst(findings);
   ctx.rc = w >= Severity::warning ? k_exit_failed : k_exit_ok;
   std::map<std::string, int> summary{{"ok", 0}, {"info", 0}, {"warning", 0}, {"critical", 0}};
@@ -88,6 +105,12 @@ void register_audit(CLI::App &app, Context &ctx) {
                   "node, none with --sysroot), or none")
       ->type_name("PATH");
   cmd->add_flag("--no-nvidia-smi", args->no_smi, "Do not run <sysroot>/usr/bin/nvidia-smi when NVML gives no answer");
+  cmd->add_option("--noise", args->noise_seconds,
+                  "Also count the interruptions of the feeder cores (else every CPU) for S seconds; "
+                  "each offender over the budget is a finding")
+      ->type_name("S");
+  cmd->add_option("--noise-budget", args->noise_budget, "Interruptions per second a feeder core may take")
+      ->capture_default_str();
   cmd->callback([&ctx, args] { run_audit(ctx, *args); });
 }
 

@@ -2,7 +2,10 @@
 #include "cli.hpp"
 
 #include "mltune/feeder.hpp"
+#include "mltune/noise.hpp"
+#include "mltune/topology.hpp"
 
+#include <cstdio>
 #include <ostream>
 
 namespace mltune::cli {
@@ -13,6 +16,8 @@ struct FeederArgs {
   std::string cpus = "feeder";
   std::string mechanism = "auto";
   std::vector<std::string> cmd;
+  double noise = 0;    // status --noise S: count for S seconds
+  double budget = 100; // interruptions per second and feeder core
 };
 
 nlohmann::json state_json(const FeederState &s) {
@@ -28,7 +33,48 @@ nlohmann::json state_json(const FeederState &s) {
           {"cpuset_note", s.cpuset_note}};
 }
 
-void print_status(Context &ctx, const FeederStatus &st) {
+// status --noise: each feeder core's foreign interruptions per second
+// against the budget, with the worst offenders; rc 1 when over budget.
+void print_noise(Context &ctx, const NoiseReport &r, double budget) {
+  auto &o = *ctx.out;
+  o << "noise (" << r.seconds << " s, probe " << r.probe << (r.fallback.empty() ? "" : ": " + r.fallback)
+    << "), budget " << budget << " interruptions/s per core:\n";
+  for (const auto &c : r.per_cpu) {
+    const bool over = c.per_second > budget;
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.1f/s", c.per_second);
+    o << "  CPU " << c.cpu << ": " << rate << (over ? " OVER BUDGET" : " ok") << "\n";
+    for (const auto *s : c.offenders(3)) {
+      std::snprintf(rate, sizeof rate, "%.1f/s", r.seconds > 0 ? static_cast<double>(s->count) / r.seconds : 0);
+      o << "    " << rate << "  " << s->name;
+      if (s->ns) {
+        o << " (" << static_cast<double>(*s->ns + s->bh_ns) / 1e6 << " ms)";
+      }
+      if (!s->known.empty() && s->kind != NoiseKind::irq) {
+        o << " [" << s->known << "]";
+      }
+      o << "\n";
+      if (over && !s->fix.empty()) {
+        o << "      fix: " << s->fix << "\n";
+      }
+    }
+  }
+}
+
+nlohmann::json noise_budget_json(const NoiseReport &r, double budget) {
+  nlohmann::json j = noise_json(r);
+  j["budget"] = budget;
+  nlohmann::json over = nlohmann::json::array();
+  for (const auto &c : r.per_cpu) {
+    if (c.per_second > budget) {
+      over.push_back(c.cpu);
+    }
+  }
+  j["over_budget"] = over;
+  return j;
+}
+
+void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise, double budget) {
   if (ctx.json) {
     nlohmann::json j = state_json(st.state);
     j["boot_isolation"] = {{"isolated", st.boot.isolated.str()},
@@ -43,6 +89,9 @@ void print_status(Context &ctx, const FeederStatus &st) {
                       {"attached", st.scx_attached}, {"foreign", st.stats.foreign},    {"stray", st.stats.stray},
                       {"forced", st.stats.forced},   {"preempted", st.stats.preempted}};
     j["partition"] = st.partition;
+    if (noise != nullptr) {
+      j["noise"] = noise_budget_json(*noise, budget);
+    }
     ctx.emit(j);
     return;
   }
@@ -86,9 +135,39 @@ void print_status(Context &ctx, const FeederStatus &st) {
   for (const auto &r : st.choice.reasons) {
     o << "  - " << r << "\n";
   }
+  if (noise != nullptr) {
+    print_noise(ctx, *noise, budget);
+  }
 }
 
 } // namespace
+
+Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec) {
+  if (!spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
+    auto c = parse_cpuset(spec, "--cpus");
+    if (!c) {
+      return c.error();
+    }
+    return std::pair{*c, CpuSet{}};
+  }
+  auto t = discover_topology(root);
+  if (!t) {
+    return t.error();
+  }
+  auto p = make_cpu_plan(*t);
+  if (!p) {
+    return p.error();
+  }
+  auto c = resolve_cpuset(spec, *p);
+  if (!c) {
+    return c.error();
+  }
+  if (c->empty()) {
+    std::string why = p->reasons.empty() ? "" : ": " + p->reasons.back();
+    return input_error("the plan has no '" + spec + "' CPUs" + why + "; give --cpus LIST");
+  }
+  return std::pair{*c, p->housekeeping};
+}
 
 void register_feeder(CLI::App &app, Context &ctx) {
   auto args = std::make_shared<FeederArgs>();
@@ -96,13 +175,41 @@ void register_feeder(CLI::App &app, Context &ctx) {
   f->require_subcommand(1);
 
   auto *status = f->add_subcommand("status", "Show the feeder state, the mechanism choice and why");
-  status->callback([&ctx] {
-    auto st = feeder_status(ctx.root());
+  status->add_option("--noise", args->noise, "Also count each feeder core's interruptions for S seconds")
+      ->type_name("S");
+  status->add_option("--budget", args->budget, "Interruptions per second a feeder core may take (with --noise)")
+      ->capture_default_str();
+  status->callback([&ctx, args] {
+    const Sysroot root = ctx.root();
+    auto st = feeder_status(root);
     if (!st) {
       ctx.fail(st.error());
       return;
     }
-    print_status(ctx, *st);
+    if (!(args->noise > 0)) {
+      print_status(ctx, *st, nullptr, 0);
+      return;
+    }
+    auto cpus = noise_cpus(root, "feeder");
+    if (!cpus) {
+      ctx.fail(with_context(cpus.error(), "--noise: feeder cores"));
+      return;
+    }
+    NoiseOptions opt;
+    opt.cpus = *cpus;
+    opt.seconds = args->noise;
+    opt.own_cgroup = st->state.cgroup;
+    auto r = measure_noise(root, opt);
+    if (!r) {
+      ctx.fail(r.error());
+      return;
+    }
+    print_status(ctx, *st, &*r, args->budget);
+    for (const auto &c : r->per_cpu) {
+      if (c.per_second > args->budget) {
+        ctx.rc = k_exit_failed;
+      }
+    }
   });
 
   auto *on = f->add_subcommand("on", "Keep the feeder CPUs for the feeder cgroup (or change its CPUs)");

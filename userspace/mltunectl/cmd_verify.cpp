@@ -2,6 +2,7 @@
 #include "cli.hpp"
 
 #include "mltune/compare.hpp"
+#include "mltune/drift.hpp"
 
 #include <ostream>
 
@@ -16,23 +17,27 @@ void verify(Context &ctx, const std::string &name) {
     return ctx.fail(p.error());
   }
   nlohmann::json diffs = nlohmann::json::array();
+  const DriftLog drift = load_drift_log(root); // who wrote what (empty without the watcher)
   int counted = 0;
   for (const auto &st : compare(*p, root)) {
     if (st.state == KnobState::match) {
       continue;
     }
     counted += st.counts() ? 1 : 0;
+    const auto by = drift.last_write(st.knob->path());
     diffs.push_back({{"key", st.knob->key},
                      {"path", st.knob->path()},
                      {"expected", st.knob->value},
                      {"current", st.current},
                      {"state", to_string(st.state)},
-                     {"optional", st.knob->optional}});
+                     {"optional", st.knob->optional},
+                     {"changed_by", by ? drift_write_json(*by) : nlohmann::json(nullptr)}});
     if (!ctx.json) {
       *ctx.out << (st.counts() ? "- " : "  ") << st.knob->key << ": current '" << st.current << "', expected '"
                << st.knob->value << "'"
                << (st.state == KnobState::differs ? "" : " (" + std::string(to_string(st.state)) + ")")
-               << (st.knob->optional ? " [optional, ignored]" : "") << "\n";
+               << (st.knob->optional ? " [optional, ignored]" : "") << (by ? "; changed by " + describe(*by) : "")
+               << "\n";
     }
   }
   ctx.rc = counted == 0 ? k_exit_ok : k_exit_failed;

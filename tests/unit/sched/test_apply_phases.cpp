@@ -305,9 +305,44 @@ TEST(SchedApplyPhases, SetFallsBackOnEbusy) {
   tb.moved_to = "/mltune.feeder";
   sys.set_errnos = {EPERM};
   ASSERT_TRUE(set_with_retries(r.run, q, tb).ok());
-  EXPECT_FALSE(q.refused) << "retried after moving it again";
+  EXPECT_FALSE(q.refused);
   EXPECT_EQ(sys.attrs.at(2), deadline(100, 1000));
-  EXPECT_EQ(sys.moves.size(), 2U);
+  // A sleeping thread still in the old root domain: set where it is, then in.
+  ASSERT_EQ(sys.moves.size(), 2U);
+  EXPECT_EQ(sys.moves[0], (std::pair<int, std::string>{2, "/"}));
+  EXPECT_EQ(sys.moves[1], (std::pair<int, std::string>{2, "/mltune.feeder"}));
+}
+
+TEST(SchedApplyPhases, EpermFollowsTheThreadBetweenDomains) {
+  FakeSysroot fs;
+  PhaseSched sys(fs.root());
+  SchedRule rule;
+  ApplyHarness r(sys);
+  ThreadPlan q = plan(2, rule, deadline(100, 1000));
+  ThreadApply tb;
+  tb.want = q.want;
+  tb.moved_to = "/mltune.feeder";
+  // Refused inside and outside: it had woken up inside meanwhile.
+  sys.set_errnos = {EPERM, EPERM};
+  ASSERT_TRUE(set_with_retries(r.run, q, tb).ok());
+  EXPECT_EQ(sys.attrs.at(2), deadline(100, 1000));
+  ASSERT_EQ(sys.moves.size(), 2U);
+  EXPECT_EQ(sys.moves.back().second, "/mltune.feeder");
+
+  // Refused every time: it fails, inside the partition (finish_thread puts
+  // it back from there), with no policy changed.
+  ThreadPlan w = plan(3, rule, deadline(100, 1000));
+  ThreadApply tw;
+  tw.want = w.want;
+  tw.moved_to = "/mltune.feeder";
+  sys.moves.clear();
+  sys.set_errnos = std::vector<int>(20, EPERM);
+  const Status s = set_with_retries(r.run, w, tw);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().sys_errno, EPERM);
+  EXPECT_EQ(sys.attrs.count(3), 0U);
+  ASSERT_FALSE(sys.moves.empty());
+  EXPECT_EQ(sys.moves.back().second, "/mltune.feeder");
 }
 
 TEST(SchedApplyPhases, FinishRecordsOrReports) {

@@ -4,6 +4,7 @@
 #include "mltune/parse.hpp"
 
 #include <cerrno>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -76,6 +77,28 @@ bool is_valid(std::string_view state, std::string_view type) {
 
 Status clear_partition(const Sysroot &root, std::string_view cg) {
   return root.write_value(path(cg, "cpuset.cpus.partition"), "member");
+}
+
+std::map<std::uint64_t, std::string> by_id(const Sysroot &root) {
+  namespace fs = std::filesystem;
+  std::map<std::uint64_t, std::string> out;
+  const fs::path top = root.path(k_mount);
+  struct stat st {};
+  if (::stat(top.c_str(), &st) != 0) {
+    return out;
+  }
+  out[st.st_ino] = "/";
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(top, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory(ec) || it->is_symlink(ec)) {
+      continue;
+    }
+    if (::stat(it->path().c_str(), &st) == 0) {
+      out[st.st_ino] = "/" + fs::relative(it->path(), top, ec).string();
+    }
+  }
+  return out;
 }
 
 } // namespace mltune::cgroup

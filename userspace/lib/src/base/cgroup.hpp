@@ -6,6 +6,8 @@
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -35,5 +37,9 @@ Result<std::string> set_partition(const Sysroot &root, std::string_view cg, std:
 bool is_valid(std::string_view state, std::string_view type);
 // Back to an ordinary member cgroup.
 Status clear_partition(const Sysroot &root, std::string_view cg);
+
+// Every cgroup by its id (the inode number of its directory, which BPF's
+// cgroup ids are): id -> path ("/" for the root, "/a/b" below it).
+std::map<std::uint64_t, std::string> by_id(const Sysroot &root);
 
 } // namespace mltune::cgroup

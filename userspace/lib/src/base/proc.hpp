@@ -35,6 +35,7 @@ std::optional<Stat> parse_stat(std::string_view text);
 // proc(5) field numbers used by the library.
 inline constexpr size_t k_stat_flags = 9;      // PF_* flags
 inline constexpr size_t k_stat_starttime = 22; // clock ticks after boot
+inline constexpr size_t k_stat_processor = 39; // CPU it last ran on
 
 // Task flags (include/linux/sched.h).
 inline constexpr unsigned k_pf_kthread = 0x00200000;

@@ -654,14 +654,28 @@ bool place_thread(ApplyRun &run, ThreadPlan &p, ThreadApply &ta) {
 
 Status set_with_retries(ApplyRun &run, ThreadPlan &p, ThreadApply &ta) {
   auto s = run.sys.set(p.t.tid, ta.want);
-  // Right after a partition becomes "root" the kernel may still be updating
-  // the affinity of tasks in the parent; a thread moved in that window can
-  // keep the old mask and DEADLINE answers EPERM.  Move it again and retry.
-  for (int retry = 0; retry < 3 && !s && s.error().sys_errno == EPERM && !ta.moved_to.empty(); ++retry) {
-    ::usleep(2000);
-    (void)run.sys.move_thread(p.t.tid, p.t.cgroup); // a move to the same cgroup would be a no-op
-    (void)run.sys.move_thread(p.t.tid, ta.moved_to);
+  // sched_setattr(DEADLINE) refuses (EPERM) a task whose affinity does not
+  // cover the root domain of the CPU it is on.  A thread moved into a root
+  // partition while asleep (a proxy thread blocked in poll()) stays on its
+  // old CPU, in the old domain, until it wakes; one moved back out stays in
+  // the partition's the same way.  So each EPERM says the thread sits in the
+  // other domain: set it from the cgroup of that domain, and once the policy
+  // is set outside, move it in (the cpuset carries its bandwidth over).
+  bool inside = true;
+  for (int tries = 0; tries < 8 && !s && s.error().sys_errno == EPERM && !ta.moved_to.empty(); ++tries) {
+    if (!run.sys.move_thread(p.t.tid, inside ? p.t.cgroup : ta.moved_to)) {
+      break;
+    }
+    inside = !inside;
     s = run.sys.set(p.t.tid, ta.want);
+  }
+  if (!inside) {
+    if (auto in = run.sys.move_thread(p.t.tid, ta.moved_to); !in) {
+      if (s) {
+        (void)run.sys.set(p.t.tid, p.before); // not in the partition: not the new policy either
+      }
+      s = failure("moving it into " + ta.moved_to + ": " + in.error().message, in.error().sys_errno);
+    }
   }
   if (!s && s.error().sys_errno == EBUSY && ta.want.policy == SchedPolicy::deadline && p.rule->fallback) {
     ta.why = "the kernel refused the bandwidth (EBUSY) for " + ta.want.describe();
