@@ -75,9 +75,6 @@ void register_config(CLI::App &app, Context &ctx); // config show|check|apply|re
 void register_noise(CLI::App &app, Context &ctx);  // noise
 void register_drift(CLI::App &app, Context &ctx);  // drift start|stop|status|show
 
-// Feeder and housekeeping CPUs of a spec: a cpulist (no housekeeping), or a
-// role of the CPU plan ("feeder", "feeder:N").
-Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec);
 // The CPUs `noise` watches: "" every online CPU (an empty set), "feeder" the
 // active feeder cores (else the plan's), or a cpulist or plan role.
 Result<CpuSet> noise_cpus(const Sysroot &root, const std::string &spec);
