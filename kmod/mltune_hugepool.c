@@ -248,11 +248,18 @@ static void hp_users_clear(void)
 
 /* ---- reservation ---- */
 
-static unsigned long hp_node_grow(struct hp_node *n, unsigned long want)
+/*
+ * Allocate @want pages on @n's node and add them to its pool.  With @whole,
+ * all of them or none: a short allocation is given back (a sysfs write
+ * changes the pool whole or not at all).  Without, what was obtained is
+ * added (a load-time reservation).  Returns the pages added.
+ */
+static unsigned long hp_node_grow(struct hp_node *n, unsigned long want,
+				  bool whole)
 {
+	struct page *page, *tmp;
 	unsigned long got = 0;
 	LIST_HEAD(pages);
-	struct page *page;
 
 	lockdep_assert_held(&hp_resize_lock);
 	while (got < want && !fatal_signal_pending(current)) {
@@ -262,6 +269,14 @@ static unsigned long hp_node_grow(struct hp_node *n, unsigned long want)
 		list_add(&page->lru, &pages);
 		got++;
 		cond_resched();
+	}
+	if (whole && got < want) {
+		list_for_each_entry_safe(page, tmp, &pages, lru) {
+			list_del(&page->lru);
+			__free_pages(page, HP_ORDER);
+			cond_resched();
+		}
+		return 0;
 	}
 	spin_lock(&n->lock);
 	list_splice(&pages, &n->free_list);
@@ -294,26 +309,36 @@ static void hp_node_shrink(struct hp_node *n, unsigned long target)
 
 /*
  * Grow or shrink a node's pool to @target pages.  Returns 0, -ENOMEM when
- * the page allocator ran out first, -EBUSY when mapped pages kept it from
- * shrinking that far, -EINTR on a fatal signal.  What was reached stays.
+ * the page allocator ran out first, -EBUSY when mapped pages keep the pool
+ * above @target, -EINTR on a fatal signal.  With @whole (a sysfs write) a
+ * failure leaves the pool as it was; without (a load-time reservation)
+ * what was reached stays.
  */
-static int hp_node_resize(struct hp_node *n, unsigned long target)
+static int hp_node_resize(struct hp_node *n, unsigned long target, bool whole)
 {
-	unsigned long have, got;
+	unsigned long have, got, mapped;
 
 	lockdep_assert_held(&hp_resize_lock);
 	spin_lock(&n->lock);
 	have = n->nr_reserved;
+	mapped = n->nr_reserved - n->nr_free;
 	spin_unlock(&n->lock);
 
 	if (target > have) {
-		got = hp_node_grow(n, target - have);
+		got = hp_node_grow(n, target - have, whole);
 		if (got == target - have)
 			return 0;
-		pr_warn("node %d: reserved %lu of %lu requested 2 MiB pages\n",
-			n->nid, have + got, target);
+		if (whole)
+			pr_warn_ratelimited("node %d: %lu 2 MiB pages not available, the pool stays at %lu\n",
+					    n->nid, target - have, have);
+		else
+			pr_warn("node %d: reserved %lu of %lu requested 2 MiB pages\n",
+				n->nid, have + got, target);
 		return fatal_signal_pending(current) ? -EINTR : -ENOMEM;
 	}
+	/* Mapped pages cannot go: refuse before freeing anything. */
+	if (whole && mapped > target)
+		return -EBUSY;
 	hp_node_shrink(n, target);
 	spin_lock(&n->lock);
 	have = n->nr_reserved;
@@ -524,7 +549,7 @@ static ssize_t reserved_store(struct kobject *kobj, struct kobj_attribute *attr,
 	ret = mutex_lock_killable(&hp_resize_lock);
 	if (ret)
 		return ret;
-	ret = hp_node_resize(to_hp_node(kobj), target);
+	ret = hp_node_resize(to_hp_node(kobj), target, true);
 	mutex_unlock(&hp_resize_lock);
 	return ret ? ret : count;
 }
@@ -930,7 +955,7 @@ static int hp_apply_param(char *spec)
 			return -EINVAL;
 		}
 		mutex_lock(&hp_resize_lock);
-		ret = hp_node_resize(hp_nodes[nid], pages);
+		ret = hp_node_resize(hp_nodes[nid], pages, false);
 		mutex_unlock(&hp_resize_lock);
 		/* A short reservation is reported and kept; load goes on. */
 		if (ret == -EINTR)

@@ -251,16 +251,19 @@ TEST_F(pool, reserve_refused_unprivileged_or_with_nul)
 	ASSERT_EQ(0, mltune_write_file(path, val));
 }
 
-TEST_F_TIMEOUT(pool, reservation_beyond_memory_reports_what_it_got, 180)
+TEST_F_TIMEOUT(pool, reservation_beyond_memory_changes_nothing, 180)
 {
 	long got;
 
-	/* 1 GiB cannot fit a 768 MiB node: ENOMEM, and the rest is kept. */
+	/*
+	 * 1 GiB cannot fit a 768 MiB node: ENOMEM, and the pool stays as it
+	 * was (the pages obtained on the way are given back).
+	 */
 	EXPECT_EQ(-ENOMEM, node_reserve(0, "1G"));
 	got = node_read(0, "reserved");
-	EXPECT_GT(got, (long)TEST_PAGES);
-	EXPECT_LT(got, 512);
-	ksft_print_msg("node0 reserved %ld of 512 pages asked for\n", got);
+	EXPECT_EQ((long)TEST_PAGES, got);
+	EXPECT_EQ((long)TEST_PAGES, node_read(0, "free"));
+	ksft_print_msg("node0 reserved %ld after asking for 512 pages\n", got);
 	EXPECT_EQ(0, node_reserve(0, "32"));
 }
 
@@ -424,8 +427,12 @@ TEST_F(pool, shrink_keeps_mapped_pages)
 	char *p = pool_map(self->fd, 0, 4 * HP, MAP_SHARED);
 
 	ASSERT_NE(MAP_FAILED, p);
-	/* Only free pages can go: 4 stay, EBUSY says the target was missed. */
+	/* Mapped pages cannot go: EBUSY, and nothing is freed. */
 	EXPECT_EQ(-EBUSY, node_reserve(0, "0"));
+	EXPECT_EQ((long)TEST_PAGES, node_read(0, "reserved"));
+	EXPECT_EQ((long)TEST_PAGES - 4, node_read(0, "free"));
+	/* Down to the mapped pages is fine. */
+	EXPECT_EQ(0, node_reserve(0, "4"));
 	EXPECT_EQ(4, node_read(0, "reserved"));
 	EXPECT_EQ(0, node_read(0, "free"));
 	ASSERT_EQ(0, munmap(p, 4 * HP));

@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hostile input to every writable file under /sys/kernel/mltune: the
+ * profile selector, profiles/control, a profile's knobs and state, the
+ * feeder cores and each node's pool reservation. Inputs are generated from
+ * seeds near the valid syntax of each file (names, cpulists, numbers, knob
+ * lists with traversal, symlink and non-allowlisted paths) and mutated:
+ * random bytes, embedded NUL, over-long strings, out-of-range numbers,
+ * writes at odd offsets. After every refused write every readable file of
+ * the tree must read as before it; an accepted write takes a new snapshot.
+ * Then 1000 profiles and a 10000-knob list. Counts of tries, acceptances
+ * and refusals (by errno) are printed; the VM bed fails the run on any
+ * kernel splat.
+ *
+ * MLTUNE_HOSTILE_WRITES overrides the number of mutated writes (20000:
+ * about a minute in an idle TCG guest, 100000 take five);
+ * MLTUNE_HOSTILE_SEED the generator's seed (printed, to replay a run).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "profile_util.h"
+#include "../kselftest_harness.h"
+
+#define WRITES		20000
+#define MAX_FILES	256
+#define MAX_READ	(64 * 1024)
+#define SCRATCH		"hostile"
+#define SCRATCH_DIR	MLTUNE_SYSFS "/profiles/" SCRATCH
+/* Pool pages a generated reservation may ask for (a 768 MiB guest node). */
+#define MAX_RESERVE	2
+
+/* ---- the tree's readable files, and a snapshot of them ----------------- */
+
+struct file {
+	char path[256];
+	int fd;		/* kept open: a refused write costs one pread per file */
+	char *data;
+	ssize_t len;	/* -errno when the read failed */
+};
+
+struct snap {
+	struct file f[MAX_FILES];
+	int nr;
+};
+
+/* The whole file through @fd, read afresh from offset 0 (sysfs shows anew). */
+static ssize_t read_fd(int fd, char *buf, size_t cap)
+{
+	ssize_t n, len = 0;
+
+	if (fd < 0)
+		return -EBADF;
+	while ((size_t)len < cap && (n = pread(fd, buf + len, cap - len, len)) > 0)
+		len += n;
+	return n < 0 ? -errno : len;
+}
+
+static void walk(struct snap *s, const char *dir)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	struct stat st;
+	char p[512];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >=
+		    (int)sizeof(s->f[0].path) || lstat(p, &st))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			walk(s, p);
+		} else if (S_ISREG(st.st_mode) && (st.st_mode & 0444) &&
+			   s->nr < MAX_FILES) {
+			memcpy(s->f[s->nr].path, p, strlen(p) + 1);
+			s->f[s->nr].data = NULL;
+			s->nr++;
+		}
+	}
+	closedir(d);
+}
+
+static void snap_free(struct snap *s)
+{
+	for (int i = 0; i < s->nr; i++) {
+		free(s->f[i].data);
+		if (s->f[i].fd >= 0)
+			close(s->f[i].fd);
+	}
+	s->nr = 0;
+}
+
+/* Knob files the generated knob lists name: a switch must leave them exact. */
+static const char *const knob_files[] = {
+	"/proc/sys/vm/swappiness",
+	"/sys/kernel/mm/transparent_hugepage/defrag",
+	"/sys/class/net/lo/mtu",
+};
+
+static void add_knob_files(struct snap *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(knob_files); i++) {
+		if (s->nr >= MAX_FILES || access(knob_files[i], R_OK))
+			continue;
+		snprintf(s->f[s->nr].path, sizeof(s->f[0].path), "%s", knob_files[i]);
+		s->f[s->nr++].data = NULL;
+	}
+}
+
+/*
+ * A switch that ran and was rolled back is refused with the failing knob's
+ * errno, yet it counts in generation and last_switch (the ABI): those two
+ * may change then, nothing else.
+ */
+static bool switch_record(const char *path)
+{
+	return !strcmp(path, MLTUNE_SYSFS "/generation") ||
+	       !strcmp(path, MLTUNE_SYSFS "/last_switch");
+}
+
+/* Read @f afresh into its saved contents. */
+static void file_load(struct file *f)
+{
+	static char buf[MAX_READ];
+
+	free(f->data);
+	f->len = f->fd < 0 ? -EBADF : read_fd(f->fd, buf, sizeof(buf));
+	f->data = malloc(f->len > 0 ? f->len : 1);
+	if (f->len > 0)
+		memcpy(f->data, buf, f->len);
+}
+
+static void snap_take(struct snap *s)
+{
+	snap_free(s);
+	walk(s, MLTUNE_SYSFS);
+	add_knob_files(s);
+	for (int i = 0; i < s->nr; i++) {
+		struct file *f = &s->f[i];
+
+		f->fd = open(f->path, O_RDONLY);
+		file_load(f);
+	}
+}
+
+/* Read generation and last_switch into @s again (a switch ran). */
+static void snap_refresh_switch(struct snap *s)
+{
+	for (int i = 0; i < s->nr; i++)
+		if (switch_record(s->f[i].path))
+			file_load(&s->f[i]);
+}
+
+/* Whether the tree still has exactly the files of @s. */
+static bool same_files(const struct snap *s)
+{
+	static struct snap now;
+
+	now.nr = 0;
+	walk(&now, MLTUNE_SYSFS);
+	add_knob_files(&now);
+	if (now.nr != s->nr)
+		return false;
+	for (int i = 0; i < s->nr; i++)
+		if (strcmp(now.f[i].path, s->f[i].path))
+			return false;
+	return true;
+}
+
+/*
+ * The first file that differs from @s, else NULL; with @set, also whether
+ * files came or went (only a control write can do that); with @switched,
+ * generation and last_switch are not compared.
+ */
+static const char *snap_changed_ex(const struct snap *s, bool set, bool switched)
+{
+	static char buf[MAX_READ];
+
+	if (set && !same_files(s))
+		return "the set of files";
+	for (int i = 0; i < s->nr; i++) {
+		const struct file *f = &s->f[i];
+		ssize_t n;
+
+		if (switched && switch_record(f->path))
+			continue;
+		n = read_fd(f->fd, buf, sizeof(buf));
+		if (n != f->len || (n > 0 && memcmp(buf, f->data, n)))
+			return f->path;
+	}
+	return NULL;
+}
+
+static const char *snap_changed(const struct snap *s)
+{
+	return snap_changed_ex(s, true, false);
+}
+
+static void expect_unchanged(struct __test_metadata *_metadata, const struct snap *s)
+{
+	const char *changed = snap_changed(s);
+
+	if (changed)
+		ksft_print_msg("%s changed\n", changed);
+	EXPECT_EQ(NULL, changed);
+}
+
+/* ---- generated input ------------------------------------------------------ */
+
+static unsigned long long rng;
+
+static unsigned int rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (unsigned int)(rng >> 11);
+}
+
+enum kind { K_NAME, K_CONTROL, K_KNOBS, K_STATE, K_CPUS, K_PAGES, NKIND };
+
+static const char *const seeds[NKIND][24] = {
+	[K_NAME] = { "baseline", SCRATCH, "nosuch", "", "\n", "baseline\n",
+		"baseline ", " baseline", "base line", "../baseline",
+		"baseline/", ".", "..", "-", "+" SCRATCH, "BASELINE",
+		SCRATCH "\n\n", "\t" SCRATCH, NULL },
+	[K_CONTROL] = { "+" SCRATCH "2", "-" SCRATCH "2", "-nosuch", "+baseline",
+		"-baseline", "+", "-", "+\n", "+a/b", "+..", "+.", "+a b",
+		"*x", "+" SCRATCH "2\n", "-" SCRATCH, "+-", "++x", "+x\ty",
+		"+\xff\xfe", "+" SCRATCH, NULL },
+	[K_KNOBS] = { "/proc/sys/vm/swappiness 60\n",
+		"/proc/sys/vm/swappiness 60",
+		"/proc/sys/vm/nosuch 1\n",
+		"/proc/sys/vm/../vm/swappiness 60\n",
+		"/proc/sys/../../etc/passwd x\n",
+		"/proc/self/root/proc/sys/vm/swappiness 60\n",
+		"/proc/sys/vm/swappiness\n",
+		"/proc/sys/vm/swappiness\x20\n",	/* no value */
+		"?/proc/sys/vm/swappiness 60\n",
+		"/sys/devices/system/cpu/cpu1/online 0\n",
+		"/sys/kernel/mm/ksm/run 1\n",
+		"/sys/bus/workqueue/devices/writeback/cpumask 1\n",
+		"/sys/class/net/lo/mtu 1500\n",
+		"/sys/kernel/mm/transparent_hugepage/defrag madvise\n",
+		"/sys/kernel/mm/transparent_hugepage/../../../../etc/x y\n",
+		"/proc/sys/vm/swappiness 60\n/proc/sys/vm/swappiness 61\n",
+		"relative/path 1\n", "/ 1\n", "\n\n\n", "# comment\n",
+		"/proc/sys/vm/swappiness 99999999999999999999999\n",
+		NULL },
+	[K_STATE] = { "commit", "commit\n", "comm", "COMMIT", "commit commit",
+		"", "\n", " commit", "commitx", NULL },
+	[K_CPUS] = { "", "\n", "0", "1", "0-1", "1-0", "0-", "-1", "4096",
+		"0-4095", "99999999999999999999", "0,,1", "a", "0x3", "1:2/3",
+		"1-3:1/2", "7", "8", "0-7", ",", "1 2", "1\n2", NULL },
+	[K_PAGES] = { "0", "1", "2", "-1", "18446744073709551616",
+		"18446744073709551615", "0x1", " 1", "1 2", "", "+1", "1e3",
+		"00000000000000000000000000000001", "1\n", "\n", "8", "9",
+		"4294967296", NULL },
+};
+
+static int nseeds(enum kind k)
+{
+	int n = 0;
+
+	while (seeds[k][n])
+		n++;
+	return n;
+}
+
+/* A mutated seed of kind @k into @buf; returns its length. */
+static size_t gen(enum kind k, char *buf, size_t cap)
+{
+	const char *s = seeds[k][rnd() % nseeds(k)];
+	size_t len = strlen(s), i, n;
+
+	memcpy(buf, s, len);
+	switch (rnd() % 10) {
+	case 0: case 1: case 2:		/* as is */
+		break;
+	case 3:				/* a random byte replaced */
+		if (len)
+			buf[rnd() % len] = (char)rnd();
+		break;
+	case 4:				/* a byte inserted (NUL often) */
+		i = len ? rnd() % (len + 1) : 0;
+		memmove(buf + i + 1, buf + i, len - i);
+		buf[i] = rnd() % 2 ? '\0' : (char)rnd();
+		len++;
+		break;
+	case 5:				/* truncated */
+		len = len ? rnd() % len : 0;
+		break;
+	case 6:				/* over-long: repeated to the size */
+		n = (rnd() % 3 == 0) ? cap : 1 + rnd() % 5000;
+		for (i = len; len && i < n && i < cap; i++)
+			buf[i] = buf[i % len];
+		if (len)
+			len = i;
+		break;
+	case 7:				/* random bytes */
+		len = rnd() % 300;
+		for (i = 0; i < len; i++)
+			buf[i] = (char)rnd();
+		break;
+	case 8:				/* a digit changed */
+		for (i = 0; i < len; i++)
+			if (buf[i] >= '0' && buf[i] <= '9' && rnd() % 2)
+				buf[i] = '0' + rnd() % 10;
+		break;
+	default:			/* two seeds joined */
+		s = seeds[k][rnd() % nseeds(k)];
+		n = strlen(s);
+		if (len + n < cap) {
+			memcpy(buf + len, s, n);
+			len += n;
+		}
+		break;
+	}
+	/*
+	 * A reservation the guest can hold: a valid count above MAX_RESERVE
+	 * would really allocate (and may take memory a later test needs).
+	 */
+	if (k == K_PAGES) {
+		char t[64], *end;
+
+		/* No size suffix: "8G" is a valid reservation, too big. */
+		for (i = 0; i < len; i++)
+			if (strchr("kKmMgG", buf[i]) && buf[i])
+				buf[i] = 'x';
+		unsigned long long v;
+
+		if (len < sizeof(t)) {
+			memcpy(t, buf, len);
+			t[len] = '\0';
+			errno = 0;
+			v = strtoull(t, &end, 0);
+			if (!errno && end != t && v > MAX_RESERVE)
+				len = snprintf(buf, cap, "%u", MAX_RESERVE);
+		}
+	}
+	return len;
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+struct target {
+	char path[256];
+	enum kind kind;
+	long tries, accepted, refused;
+};
+
+static int nerrno[4096];
+
+static bool errno_allowed(int e)
+{
+	return e == EINVAL || e == ENOENT || e == EBUSY || e == EEXIST ||
+	       e == ENOSPC || e == ENOMEM || e == EFBIG || e == E2BIG ||
+	       e == ERANGE;
+}
+
+/*
+ * One write of @len bytes at @off: the bytes taken (sysfs takes at most a
+ * page of a longer write), or -errno.
+ */
+static ssize_t write_at(const char *path, const char *buf, size_t len, off_t off)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = off ? pwrite(fd, buf, len, off) : write(fd, buf, len);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n;
+}
+
+/* "\n" and the profiles defined when the program started, one per line. */
+static char initial[4096];
+
+/* Back to the baseline: no feeder cores, no pool, no profile of ours. */
+static void restore(void)
+{
+	char *list, *name, *save;
+	char cmd[80];
+	int i;
+
+	mltune_write_file(PROFILE_FILE, "baseline");
+	mltune_write_file(MLTUNE_SYSFS "/feeder/cpus", "");
+	for (i = 0; i < 64; i++) {
+		char p[128];
+
+		snprintf(p, sizeof(p), MLTUNE_SYSFS "/hugepool/node%d/reserved", i);
+		if (access(p, F_OK))
+			break;
+		mltune_write_file(p, "0");
+	}
+	/* Every profile that was not there when the program started. */
+	list = slurp(CONTROL_FILE);
+	if (!initial[0])
+		snprintf(initial, sizeof(initial), "\n%s", list ? list : "");
+	for (name = list ? strtok_r(list, "\n", &save) : NULL; name;
+	     name = strtok_r(NULL, "\n", &save)) {
+		snprintf(cmd, sizeof(cmd), "\n%.70s\n", name);
+		if (strstr(initial, cmd))
+			continue;
+		snprintf(cmd, sizeof(cmd), "-%.70s", name);
+		mltune_write_file(CONTROL_FILE, cmd);
+	}
+	free(list);
+}
+
+FIXTURE(hostile) {
+	struct target t[16];
+	int nt;
+	struct snap s;
+};
+
+FIXTURE_SETUP(hostile)
+{
+	char p[128];
+	int i;
+
+	mltune_require_module();
+	restore();
+	mltune_write_file(CONTROL_FILE, "-" SCRATCH);
+	ASSERT_EQ(0, mltune_write_file(CONTROL_FILE, "+" SCRATCH));
+	self->nt = 0;
+#define ADD(p_, k_) do { \
+		memset(&self->t[self->nt], 0, sizeof(self->t[0])); \
+		snprintf(self->t[self->nt].path, sizeof(self->t[0].path), "%s", p_); \
+		self->t[self->nt++].kind = k_; \
+	} while (0)
+	ADD(PROFILE_FILE, K_NAME);
+	ADD(CONTROL_FILE, K_CONTROL);
+	ADD(SCRATCH_DIR "/knobs", K_KNOBS);
+	ADD(SCRATCH_DIR "/state", K_STATE);
+	if (!access(MLTUNE_SYSFS "/feeder/cpus", F_OK))
+		ADD(MLTUNE_SYSFS "/feeder/cpus", K_CPUS);
+	for (i = 0; i < 8; i++) {
+		snprintf(p, sizeof(p), MLTUNE_SYSFS "/hugepool/node%d/reserved", i);
+		if (access(p, F_OK))
+			break;
+		ADD(p, K_PAGES);
+	}
+#undef ADD
+	self->s.nr = 0;
+}
+
+FIXTURE_TEARDOWN(hostile)
+{
+	restore();
+	snap_free(&self->s);
+}
+
+TEST_F_TIMEOUT(hostile, generated_writes, 1200)
+{
+	const char *env = getenv("MLTUNE_HOSTILE_WRITES");
+	long writes = env ? atol(env) : WRITES, i, refused = 0, accepted = 0;
+	static char buf[2 * 4096 + 64];
+	const char *changed;
+	double t0 = now_s();
+	int e;
+
+	env = getenv("MLTUNE_HOSTILE_SEED");
+	rng = env ? strtoull(env, NULL, 0) : (unsigned long long)time(NULL);
+	if (!rng)
+		rng = 1;
+	ksft_print_msg("seed %llu (MLTUNE_HOSTILE_SEED replays it), %ld writes\n",
+		       rng, writes);
+	snap_take(&self->s);
+	for (i = 0; i < writes; i++) {
+		struct target *t = &self->t[rnd() % self->nt];
+		size_t len = gen(t->kind, buf, sizeof(buf));
+		/* Now and then at an odd offset (the knob list is a bin file). */
+		off_t off = rnd() % 50 == 0 ? 1 + rnd() % 8192 : 0;
+		ssize_t ret = write_at(t->path, buf, len, off);
+
+		t->tries++;
+		if (ret >= 0) {
+			t->accepted++;
+			accepted++;
+			snap_take(&self->s);
+			continue;
+		}
+		t->refused++;
+		refused++;
+		e = (int)-ret;
+		if (e < (int)ARRAY_SIZE(nerrno))
+			nerrno[e]++;
+		if (!errno_allowed(e)) {
+			ksft_print_msg("%s: %zu bytes at %lld refused with %s\n",
+				       t->path, len, (long long)off, strerror(e));
+			ASSERT_TRUE(errno_allowed(e));
+		}
+		changed = snap_changed_ex(&self->s, t->kind == K_CONTROL,
+					  t->kind == K_NAME);
+		if (changed) {
+			ksft_print_msg("write %ld: %s refused %zu bytes (%s) but %s changed\n",
+				       i, t->path, len, strerror(e), changed);
+			ASSERT_EQ(NULL, changed);
+		}
+		if (t->kind == K_NAME)
+			snap_refresh_switch(&self->s);
+	}
+	for (i = 0; i < self->nt; i++)
+		ksft_print_msg("%-45s %6ld tries %6ld accepted %6ld refused\n",
+			       self->t[i].path, self->t[i].tries,
+			       self->t[i].accepted, self->t[i].refused);
+	for (e = 1; e < (int)ARRAY_SIZE(nerrno); e++)
+		if (nerrno[e])
+			ksft_print_msg("refused with %s: %d\n", strerror(e), nerrno[e]);
+	ksft_print_msg("%ld writes: %ld accepted, %ld refused, %s (%.1f s)\n",
+		       writes, accepted, refused, "0 changes from refused writes",
+		       now_s() - t0);
+}
+
+/* 1000 profiles: each created or refused with a reason, and all removed. */
+TEST_F(hostile, thousand_profiles)
+{
+	char name[64];
+	int made = 0, full = 0, ret, i;
+
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "+h%d", i);
+		ret = mltune_write_file(CONTROL_FILE, name);
+		if (!ret)
+			made++;
+		else if (ret == -ENOSPC || ret == -ENOMEM)
+			full++;
+		else
+			ASSERT_EQ(0, ret);
+	}
+	ksft_print_msg("1000 profiles: %d created, %d refused (limit)\n", made, full);
+	ASSERT_EQ(1000, made + full);
+	snap_take(&self->s);
+	/* A duplicate is refused (or the limit), and nothing changes. */
+	ret = mltune_write_file(CONTROL_FILE, "+h0");
+	EXPECT_TRUE(ret == -EEXIST || ret == -ENOSPC);
+	expect_unchanged(_metadata, &self->s);
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "-h%d", i);
+		ret = mltune_write_file(CONTROL_FILE, name);
+		ASSERT_EQ(i < made ? 0 : -ENOENT, ret);
+	}
+}
+
+/* A 10000-knob list: staged and committed whole, or refused whole. */
+TEST_F(hostile, ten_thousand_knobs)
+{
+	size_t cap = 10000 * 64, len = 0, off;
+	char *list = malloc(cap);
+	ssize_t n = 0;
+	int ret, i;
+
+	ASSERT_NE(NULL, list);
+	for (i = 0; i < 10000; i++)
+		len += snprintf(list + len, cap - len, "?/proc/sys/mltune_hostile/k%d %d\n",
+				i, i);
+	snap_take(&self->s);
+	/* As cat writes it: page by page, each at the offset reached. */
+	for (off = 0; off < len; off += n) {
+		n = write_at(SCRATCH_DIR "/knobs", list + off, len - off, off);
+		if (n <= 0)
+			break;
+	}
+	ksft_print_msg("10000 knobs (%zu bytes): %s after %zu bytes\n", len,
+		       n < 0 ? strerror((int)-n) : "staged", off);
+	if (n < 0) {
+		EXPECT_TRUE(errno_allowed((int)-n));
+		/* Refused part way: the profile refuses to commit it. */
+		ret = mltune_write_file(SCRATCH_DIR "/state", "commit");
+		EXPECT_EQ(off ? -EINVAL : 0, ret);
+		if (!off)
+			expect_unchanged(_metadata, &self->s);
+	} else {
+		ret = mltune_write_file(SCRATCH_DIR "/state", "commit");
+		ksft_print_msg("commit: %s\n", ret ? strerror(-ret) : "committed");
+		EXPECT_TRUE(!ret || errno_allowed(-ret));
+	}
+	free(list);
+}
+
+TEST_HARNESS_MAIN
