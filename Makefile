@@ -2,13 +2,14 @@
 #
 #   make run        set up, build, boot the newest kernel and show the node
 #   make check      set up, build, run every test (unit, lint, kselftests in
-#                   guests of every matrix kernel); ends "N passed, N failed, N skipped"
+#                   guests of every matrix kernel, the Debian packages on a
+#                   systemd guest); ends "N passed, N failed, N skipped"
 #   make check-under-load   the same with stress-ng loading this machine and
 #                   every guest during the guest stages
 #
 # Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
 # asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
-# dkms-check, dkms-install, bench, clean.
+# dkms-check, dkms-install, deb, node-test, bench, clean.
 # Kernel matrix: scripts/kernel-matrix, the one list (scripts/kernels.sh
 # resolves it; override the exact versions with MLTUNE_KVER_6_1=...,
 # MLTUNE_KVER_6_12=..., MLTUNE_KVER_7_2=...).
@@ -30,7 +31,7 @@ CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=cc
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
 	asan asan-build fuzz fuzz-build vm-failpaths vm-check check check-under-load run lint checkpatch sparse dkms-check bench \
-	dkms-install lint-tidy clean $(addprefix kmod-,$(MATRIX))
+	dkms-install lint-tidy deb node-test clean $(addprefix kmod-,$(MATRIX))
 
 all: build
 
@@ -171,6 +172,31 @@ bench: build
 # On a real node: install the module through DKMS for the running kernel.
 dkms-install:
 	@scripts/dkms-check.sh --install $(KVER)
+
+# ---- Debian packages --------------------------------------------------------
+# mltune-dkms and mltunectl (debian/), built with dpkg-buildpackage in a copy
+# of the tree (the files git tracks or would track), so the tree stays clean;
+# the packages land in build/deb. lintian must report no error and no
+# warning (overrides carry their reason in debian/*.lintian-overrides).
+DEB := $(BUILD)/deb
+deb:
+	@[ -z "$(SCX_KVER)" ] || scripts/sid-chroot.sh ensure $(SCX_KVER) >/dev/null
+	@rm -rf $(DEB) && mkdir -p $(DEB)/src
+	@git ls-files -co --exclude-standard | while read -r f; do [ -e "$$f" ] && printf '%s\n' "$$f"; done | \
+		tar -cf - -T - | tar -xf - -C $(DEB)/src
+	@cd $(DEB)/src && CCACHE_BASEDIR=$(DEB)/src DEB_BUILD_OPTIONS=parallel=$(JOBS) \
+		MLTUNE_SCX_BTF=$(if $(wildcard $(SCX_BTF)),$(SCX_BTF)) MLTUNE_CMAKE_ARGS="$(CMAKE_LAUNCHER)" \
+		dpkg-buildpackage -us -uc -b >$(DEB)/build.log 2>&1 || \
+		{ tail -n 40 $(DEB)/build.log; echo "deb: dpkg-buildpackage failed (log: $(DEB)/build.log)" >&2; exit 1; }
+	@rm -rf $(DEB)/src
+	@ls $(DEB)/*.deb
+	@lintian --fail-on error,warning $(DEB)/mltune_*.changes 2> >(grep -v 'root privileges' >&2) && \
+		echo "lintian: 0 errors, 0 warnings ($$(grep -c '^[a-z]' debian/*.lintian-overrides) overrides, each with its reason in debian/*.lintian-overrides)"
+
+# The packages on a Debian systemd guest (tests/node/run): install, boot,
+# check, purge. TAP ending "N passed, N failed".
+node-test: deb
+	@tests/node/run
 
 # ---- run ------------------------------------------------------------------
 run: ensure-deps build

@@ -20,6 +20,10 @@
  * Free pages are always zeroed: at reservation (__GFP_ZERO) and when a
  * buffer returns them.
  *
+ * Every buffer is charged, for its whole life, to the real UID of the task
+ * that mmap()ed it; hugepool/users lists the charges and
+ * hugepool/user_quota caps them per UID (EDQUOT beyond).
+ *
  * ABI: include/uapi/linux/mltune.h, Documentation/hugepool.rst and
  * Documentation/ABI/testing/sysfs-kernel-mltune.
  */
@@ -27,6 +31,8 @@
 
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/kernel.h>
@@ -45,6 +51,7 @@
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
+#include <linux/uidgid.h>
 
 #include <uapi/linux/mltune.h>
 
@@ -97,6 +104,7 @@ struct hp_node {
 struct hp_buf {
 	refcount_t ref;			/* one per VMA */
 	struct hp_node *node;
+	kuid_t uid;			/* charged to (hp_user) */
 	pgoff_t pgoff;			/* vm_pgoff at mmap(): buffer offset 0 */
 	unsigned long nr;		/* pool pages */
 	struct page *pages[];		/* head pages */
@@ -116,6 +124,31 @@ module_param_named(hugepool, hp_param, charp, 0444);
 MODULE_PARM_DESC(hugepool,
 		 "Reserve at load: NODE:SIZE[,NODE:SIZE...], SIZE in 2 MiB pages or with K/M/G suffix");
 
+static char *hp_quota_param;
+module_param_named(hugepool_user_quota, hp_quota_param, charp, 0444);
+MODULE_PARM_DESC(hugepool_user_quota,
+		 "Initial hugepool/user_quota: SIZE in 2 MiB pages or with K/M/G suffix; 0 = no limit");
+
+/*
+ * Per-user accounting.
+ *
+ * Locking: hp_users_lock (spinlock) protects hp_users, every hp_user on it
+ * and hp_user_quota.  It is taken by mmap() (charge), buffer release
+ * (uncharge) and the users/user_quota files, never with hp_node::lock or
+ * hp_resize_lock held, and nothing nests inside it.  An hp_user exists
+ * while its UID has pages charged: it is created by the first charge and
+ * freed by the uncharge that brings @pages to 0.
+ */
+static DEFINE_SPINLOCK(hp_users_lock);
+static LIST_HEAD(hp_users);		/* struct hp_user, ascending uid */
+static unsigned long hp_user_quota;	/* pages per UID, 0 = no limit */
+
+struct hp_user {
+	struct list_head list;		/* on hp_users */
+	kuid_t uid;
+	unsigned long pages;		/* charged, > 0 */
+};
+
 static void hp_vma_set_flags(struct vm_area_struct *vma, unsigned long flags)
 {
 #ifdef MLTUNE_HAVE_VM_FLAGS_SET
@@ -123,6 +156,94 @@ static void hp_vma_set_flags(struct vm_area_struct *vma, unsigned long flags)
 #else
 	vma->vm_flags |= flags;
 #endif
+}
+
+/* ---- per-user accounting ---- */
+
+/* The hp_user of @uid, or the entry to insert it before; under the lock. */
+static struct hp_user *hp_user_find(kuid_t uid, struct list_head **pos)
+{
+	struct hp_user *u;
+
+	lockdep_assert_held(&hp_users_lock);
+	list_for_each_entry(u, &hp_users, list) {
+		if (uid_eq(u->uid, uid))
+			return u;
+		if (uid_gt(u->uid, uid)) {
+			*pos = &u->list;
+			return NULL;
+		}
+	}
+	*pos = &hp_users;
+	return NULL;
+}
+
+/*
+ * Charge @nr pages to @uid.  -EDQUOT when that would take @uid past
+ * hp_user_quota and the caller lacks CAP_IPC_LOCK (which, as for
+ * RLIMIT_MEMLOCK, lifts the limit but not the accounting).
+ */
+static int hp_user_charge(kuid_t uid, unsigned long nr)
+{
+	bool limited = !ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK);
+	struct hp_user *u, *new;
+	struct list_head *pos;
+	unsigned long total;
+	int ret = 0;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return -ENOMEM;
+	spin_lock(&hp_users_lock);
+	u = hp_user_find(uid, &pos);
+	if (check_add_overflow(u ? u->pages : 0, nr, &total) ||
+	    (limited && hp_user_quota && total > hp_user_quota)) {
+		ret = -EDQUOT;
+	} else if (u) {
+		u->pages = total;
+	} else {
+		new->uid = uid;
+		new->pages = total;
+		list_add_tail(&new->list, pos);
+		new = NULL;
+	}
+	spin_unlock(&hp_users_lock);
+	kfree(new);
+	return ret;
+}
+
+static void hp_user_uncharge(kuid_t uid, unsigned long nr)
+{
+	struct hp_user *u, *gone = NULL;
+	struct list_head *pos;
+
+	spin_lock(&hp_users_lock);
+	u = hp_user_find(uid, &pos);
+	if (u) {
+		u->pages -= min(nr, u->pages);
+		if (!u->pages) {
+			list_del(&u->list);
+			gone = u;
+		}
+	}
+	spin_unlock(&hp_users_lock);
+	kfree(gone);
+}
+
+/* Nothing is mapped any more: forget every charge (there should be none). */
+static void hp_users_clear(void)
+{
+	struct hp_user *u, *tmp;
+	LIST_HEAD(gone);
+
+	spin_lock(&hp_users_lock);
+	list_splice_init(&hp_users, &gone);
+	spin_unlock(&hp_users_lock);
+	list_for_each_entry_safe(u, tmp, &gone, list) {
+		pr_err("uid %u: %lu pages still charged at exit\n",
+		       from_kuid_munged(&init_user_ns, u->uid), u->pages);
+		kfree(u);
+	}
 }
 
 /* ---- reservation ---- */
@@ -306,11 +427,69 @@ static ssize_t pmd_capable_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%d\n", HP_PMD_CAPABLE && PMD_SHIFT == HP_SHIFT);
 }
 
+/* Longest line of the users file: "4294967295 18446744073709551615\n". */
+#define HP_USERS_LINE	32
+
+static ssize_t users_show(struct kobject *kobj, struct kobj_attribute *attr,
+			  char *buf)
+{
+	struct hp_user *u;
+	int len = 0;
+
+	spin_lock(&hp_users_lock);
+	list_for_each_entry(u, &hp_users, list) {
+		if (len >= PAGE_SIZE - HP_USERS_LINE)
+			break;
+		len += sysfs_emit_at(buf, len, "%u %lu\n",
+				     from_kuid_munged(&init_user_ns, u->uid),
+				     u->pages);
+	}
+	spin_unlock(&hp_users_lock);
+	return len;
+}
+
+static ssize_t user_quota_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	unsigned long quota;
+
+	spin_lock(&hp_users_lock);
+	quota = hp_user_quota;
+	spin_unlock(&hp_users_lock);
+	return sysfs_emit(buf, "%lu\n", quota);
+}
+
+static ssize_t user_quota_store(struct kobject *kobj,
+				struct kobj_attribute *attr, const char *buf,
+				size_t count)
+{
+	unsigned long quota;
+	int ret;
+
+	ret = mltune_check_writer("hugepool/user_quota");
+	if (ret)
+		return ret;
+	ret = mltune_check_nul("hugepool/user_quota", buf, count);
+	if (ret)
+		return ret;
+	ret = hp_parse_pages(buf, &quota);
+	if (ret)
+		return mltune_refuse(ret, "user_quota: not a size: %.*s\n",
+				     (int)min_t(size_t, strcspn(buf, "\n"), 32),
+				     buf);
+	spin_lock(&hp_users_lock);
+	hp_user_quota = quota;
+	spin_unlock(&hp_users_lock);
+	return count;
+}
+
 static struct kobj_attribute pmd_mappings_attr = __ATTR_RO(pmd_mappings);
 static struct kobj_attribute pte_mappings_attr = __ATTR_RO(pte_mappings);
 static struct kobj_attribute orphaned_attr = __ATTR_RO(orphaned);
 static struct kobj_attribute page_size_attr = __ATTR_RO(page_size);
 static struct kobj_attribute pmd_capable_attr = __ATTR_RO(pmd_capable);
+static struct kobj_attribute users_attr = __ATTR_RO(users);
+static struct kobj_attribute user_quota_attr = __ATTR_RW(user_quota);
 
 static struct attribute *hp_attrs[] = {
 	&pmd_mappings_attr.attr,
@@ -318,6 +497,8 @@ static struct attribute *hp_attrs[] = {
 	&orphaned_attr.attr,
 	&page_size_attr.attr,
 	&pmd_capable_attr.attr,
+	&users_attr.attr,
+	&user_quota_attr.attr,
 	NULL,
 };
 
@@ -452,6 +633,7 @@ static void hp_buf_release(struct hp_buf *buf)
 		pr_warn_ratelimited("node %d: %lu pages still in use after unmap, dropped from the pool\n",
 				    n->nid, lost);
 	}
+	hp_user_uncharge(buf->uid, buf->nr);
 	kvfree(buf);
 }
 
@@ -591,7 +773,8 @@ static const struct vm_operations_struct hp_vm_ops = {
 
 /*
  * mmap(fd, len, ..., MAP_SHARED, MLTUNE_HUGEPOOL_MMAP_OFFSET(node)): take
- * len / 2 MiB pages from @node's pool, all or nothing.  Nothing is mapped
+ * len / 2 MiB pages from @node's pool, all or nothing, charged to the
+ * caller's real UID (-EDQUOT past hugepool/user_quota).  Nothing is mapped
  * here; faults map 2 MiB at a time (MAP_POPULATE prefaults), so a failed
  * mmap() never leaves a partial mapping behind.
  *
@@ -612,6 +795,8 @@ int mltune_hugepool_mmap(struct file *file, struct vm_area_struct *vma)
 	unsigned long nr, i;
 	struct hp_node *n;
 	struct hp_buf *buf;
+	kuid_t uid = current_uid();
+	int ret;
 
 	if (vma->vm_pgoff & ((1UL << HP_NODE_PGOFF_SHIFT) - 1))
 		return -EINVAL;
@@ -629,9 +814,15 @@ int mltune_hugepool_mmap(struct file *file, struct vm_area_struct *vma)
 	buf = kvzalloc(struct_size(buf, pages, nr), GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
+	ret = hp_user_charge(uid, nr);
+	if (ret) {
+		kvfree(buf);
+		return ret;
+	}
 	spin_lock(&n->lock);
 	if (n->nr_free < nr) {
 		spin_unlock(&n->lock);
+		hp_user_uncharge(uid, nr);
 		kvfree(buf);
 		return -ENOMEM;
 	}
@@ -645,6 +836,7 @@ int mltune_hugepool_mmap(struct file *file, struct vm_area_struct *vma)
 
 	refcount_set(&buf->ref, 1);
 	buf->node = n;
+	buf->uid = uid;
 	buf->nr = nr;
 	buf->pgoff = vma->vm_pgoff;
 
@@ -780,6 +972,11 @@ int mltune_hugepool_init(void)
 	char *spec;
 	int nid, ret;
 
+	if (hp_quota_param && *hp_quota_param &&
+	    hp_parse_pages(hp_quota_param, &hp_user_quota)) {
+		pr_err("hugepool_user_quota=: bad size '%s'\n", hp_quota_param);
+		return -EINVAL;
+	}
 	hp_kobj = kobject_create_and_add("hugepool", mltune_kobj);
 	if (!hp_kobj)
 		return -ENOMEM;
@@ -815,6 +1012,7 @@ err_kobj:
 void mltune_hugepool_exit(void)
 {
 	hp_remove_nodes();
+	hp_users_clear();
 	sysfs_remove_group(hp_kobj, &hp_group);
 	kobject_put(hp_kobj);
 }

@@ -2,8 +2,9 @@
 # The whole test run behind 'make check' (and so .ci/run):
 #   build (user space, the module for every matrix kernel, the kselftests),
 #   lint (checkpatch --strict, sparse, clang-format, clang-tidy), unit tests (normal, ASan+UBSan,
-#   bounded fuzzing), DKMS build check, then the kselftest suite in a guest
-#   of every matrix kernel.
+#   bounded fuzzing), DKMS build check, the Debian packages and the node test
+#   on the Debian systemd guest, then the kselftest suite in a guest of every
+#   matrix kernel.
 # Ends with the line "N passed, N failed, N skipped"; exit 1 if anything
 # failed. Each stage's log is in build/check/.
 #
@@ -156,6 +157,31 @@ guest_suite() { # guest_suite SERIES
 	done
 }
 
+# The Debian packages (make deb, lintian clean) and tests/node/run: the
+# packages installed, booted, used and purged on the Debian systemd guest
+# (its image is built once and cached). Every TAP line of it counts.
+node_suite() {
+	local log=$LOGS/node-test.log p f s
+	note "---- Debian packages and the node test"
+	if ! stage deb make -s deb; then
+		note "skip node-test: the packages did not build"
+		count 0 0 1
+		return
+	fi
+	s=$(date +%s)
+	tests/node/run >"$log" 2>&1
+	grep -E '^(not )?ok [0-9]+ |^vm: ' "$log"
+	read -r p f < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -1)
+	if [ -z "$p" ]; then
+		note "FAIL node-test: no totals (log: build/check/node-test.log)"
+		tail -n 15 "$log" | sed 's/^/     | /'
+		p=0 f=1
+	fi
+	note "node-test totals: $p passed, $f failed ($(( $(date +%s) - s )) s)"
+	[ "$f" != 0 ] && failed_items+=("node-test")
+	count "$p" "$f" 0
+}
+
 if [ "$vm_only" = 0 ]; then
 	note "---- build"
 	stage build-userspace make -s userspace
@@ -184,6 +210,7 @@ if [ "$vm_only" = 0 ]; then
 		note "---- dkms"
 		stage dkms-check scripts/dkms-check.sh
 	fi
+	[ -x tests/node/run ] && node_suite
 fi
 
 if [ "$load" = 1 ]; then

@@ -17,7 +17,8 @@ BASE_PKGS=(
 	linux-source-6.12
 	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy-16
 	ethtool iproute2 procps util-linux tuned jq
-	linux-perf stress-ng
+	debhelper dh-dkms dpkg-dev fakeroot lintian qemu-utils e2fsprogs
+	linux-perf
 )
 BACKPORTS_PKGS=(libbpf-dev bpftool)
 

@@ -1,5 +1,7 @@
 #include "cli.hpp"
 
+#include "mltune/config.hpp"
+
 #include <ostream>
 
 namespace mltune::cli {
@@ -18,17 +20,10 @@ void Context::emit(const nlohmann::json &j) const {
 }
 
 std::string Context::default_profile() const {
-  if (auto conf = root().read("/etc/mltune/mltune.conf")) {
-    size_t pos = 0;
-    while ((pos = conf->find("PROFILE=", pos)) != std::string::npos) {
-      if (pos == 0 || (*conf)[pos - 1] == '\n') {
-        const size_t b = pos + 8;
-        std::string name = normalize_value(conf->substr(b, conf->find('\n', b) - b));
-        if (!name.empty()) {
-          return name;
-        }
-      }
-      ++pos;
+  const Sysroot r = root();
+  if (r.exists(k_config_file)) {
+    if (auto cfg = load_config(r); cfg && cfg->profile) {
+      return *cfg->profile;
     }
   }
   return "training";
@@ -50,8 +45,8 @@ constexpr Subcommand k_subcommands[] = {
     {"diff", register_verify},     {"switch", register_switch},     {"persist", register_persist},
     {"nic", register_nic},         {"topology", register_topology}, {"plan", register_plan},
     {"boot", register_boot},       {"sched", register_sched},       {"feeder", register_feeder},
-    {"pool", register_pool},       {"exec", register_exec},         {"noise", register_noise},
-    {"drift", register_drift},
+    {"pool", register_pool},       {"config", register_config},
+    {"exec", register_exec},       {"noise", register_noise},       {"drift", register_drift},
 };
 
 // Registering every subcommand's options costs more than the work of a

@@ -49,7 +49,8 @@ struct Context {
   // Prints the error (and a JSON error object with --json); sets rc.
   void fail(const Error &e);
   void emit(const nlohmann::json &j) const;
-  // The default profile: PROFILE= in <sysroot>/etc/mltune/mltune.conf, else "training".
+  // The default profile: the profile of the node configuration
+  // (<sysroot>/etc/mltune/mltune.toml) when it names one and loads, else "training".
   [[nodiscard]] std::string default_profile() const;
 };
 
@@ -69,13 +70,11 @@ void register_exec(CLI::App &app, Context &ctx); // exec --gpu N [--rank R] -- C
 void register_boot(CLI::App &app, Context &ctx);
 void register_sched(CLI::App &app, Context &ctx);  // sched list|apply|watch|reset, and watch
 void register_feeder(CLI::App &app, Context &ctx); // feeder status|on|off|run
-void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release
+void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|release|quota
+void register_config(CLI::App &app, Context &ctx); // config show|check|apply|revert|watcher
 void register_noise(CLI::App &app, Context &ctx);  // noise
 void register_drift(CLI::App &app, Context &ctx);  // drift start|stop|status|show
 
-// Feeder and housekeeping CPUs of a spec: a cpulist (no housekeeping), or a
-// role of the CPU plan ("feeder", "feeder:N").
-Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec);
 // The CPUs `noise` watches: "" every online CPU (an empty set), "feeder" the
 // active feeder cores (else the plan's), or a cpulist or plan role.
 Result<CpuSet> noise_cpus(const Sysroot &root, const std::string &spec);

@@ -1,10 +1,8 @@
 // mltunectl feeder status|on|off|run -- CMD  (Documentation/feeder.rst)
 #include "cli.hpp"
 
-#include "mltune/cpu_plan.hpp"
 #include "mltune/feeder.hpp"
 #include "mltune/noise.hpp"
-#include "mltune/topology.hpp"
 
 #include <cstdio>
 #include <ostream>
@@ -158,33 +156,6 @@ void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise
 }
 
 } // namespace
-
-Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec) {
-  if (!spec.empty() && std::isdigit(static_cast<unsigned char>(spec[0]))) {
-    auto c = parse_cpuset(spec, "--cpus");
-    if (!c) {
-      return c.error();
-    }
-    return std::pair{*c, CpuSet{}};
-  }
-  auto t = discover_topology(root);
-  if (!t) {
-    return t.error();
-  }
-  auto p = make_cpu_plan(*t);
-  if (!p) {
-    return p.error();
-  }
-  auto c = resolve_cpuset(spec, *p);
-  if (!c) {
-    return c.error();
-  }
-  if (c->empty()) {
-    std::string why = p->reasons.empty() ? "" : ": " + p->reasons.back();
-    return input_error("the plan has no '" + spec + "' CPUs" + why + "; give --cpus LIST");
-  }
-  return std::pair{*c, p->housekeeping};
-}
 
 void register_feeder(CLI::App &app, Context &ctx) {
   auto args = std::make_shared<FeederArgs>();

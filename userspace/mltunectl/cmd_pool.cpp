@@ -1,4 +1,4 @@
-// mltunectl pool status|reserve|release  (Documentation/hugepool.rst)
+// mltunectl pool status|reserve|release|quota  (Documentation/hugepool.rst)
 #include "cli.hpp"
 
 #include "mltune/pool.hpp"
@@ -50,12 +50,18 @@ void run_status(Context &ctx) {
     for (const auto &n : st->nodes) {
       nodes.push_back(node_json(n));
     }
+    nlohmann::json users = nlohmann::json::array();
+    for (const auto &u : st->users) {
+      users.push_back({{"uid", u.uid}, {"pages", u.pages}, {"bytes", u.pages * k_pool_page_size}});
+    }
     return ctx.emit({{"page_size", k_pool_page_size},
                      {"nodes", nodes},
                      {"pmd_mappings", st->pmd_mappings},
                      {"pte_mappings", st->pte_mappings},
                      {"orphaned", st->orphaned},
-                     {"pmd_capable", st->pmd_capable}});
+                     {"pmd_capable", st->pmd_capable},
+                     {"user_quota", st->user_quota},
+                     {"users", users}});
   }
   auto &o = *ctx.out;
   o << "huge-page pool (2 MiB pages)\n"
@@ -71,6 +77,42 @@ void run_status(Context &ctx) {
   if (st->orphaned != 0) {
     o << "orphaned: " << st->orphaned << " pages were still in use after unmap and left the pool\n";
   }
+  o << "user quota: "
+    << (st->user_quota == 0 ? "none" : std::to_string(st->user_quota) + " pages (" + mib(st->user_quota) + ")") << "\n";
+  for (const auto &u : st->users) {
+    o << "  uid " << u.uid << ": " << u.pages << " pages mapped (" << mib(u.pages) << ")\n";
+  }
+}
+
+void run_quota(Context &ctx, const std::string &size) {
+  const Sysroot root = ctx.root();
+  if (size.empty()) {
+    auto st = pool_status(root);
+    if (!st) {
+      return ctx.fail(st.error());
+    }
+    if (ctx.json) {
+      return ctx.emit({{"user_quota", st->user_quota}});
+    }
+    *ctx.out << "user quota: " << (st->user_quota == 0 ? "none" : std::to_string(st->user_quota) + " pages") << "\n";
+    return;
+  }
+  auto pages = parse_pool_size(size);
+  if (!pages) {
+    return ctx.fail(pages.error());
+  }
+  if (ctx.dry_run) {
+    *ctx.out << "would set the user quota to " << *pages << " pages (" << mib(*pages) << ")\n";
+    return;
+  }
+  if (auto st = pool_set_user_quota(root, *pages); !st) {
+    return ctx.fail(st.error());
+  }
+  if (ctx.json) {
+    return ctx.emit({{"user_quota", *pages}});
+  }
+  *ctx.out << "user quota: " << (*pages == 0 ? "none" : std::to_string(*pages) + " pages (" + mib(*pages) + ")")
+           << "\n";
 }
 
 void run_change(Context &ctx, const PoolArgs &a, bool reserve) {
@@ -126,6 +168,11 @@ void register_pool(CLI::App &app, Context &ctx) {
   release->add_option("node", la->node, "NUMA node")->required();
   release->add_option("size", la->size, "2 MiB pages (256) or bytes with K/M/G (512M, 1G)");
   release->callback([&ctx, la] { run_change(ctx, *la, false); });
+
+  auto qa = std::make_shared<std::string>();
+  auto *quota = p->add_subcommand("quota", "Show or set the per-user limit of mapped pool memory (0: none)");
+  quota->add_option("size", *qa, "2 MiB pages (256) or bytes with K/M/G (512M, 1G); 0 lifts the limit");
+  quota->callback([&ctx, qa] { run_quota(ctx, *qa); });
 }
 
 } // namespace mltune::cli

@@ -27,12 +27,11 @@ void list(Context &ctx) {
       continue;
     }
     const bool user = root.exists(std::string(k_user_profile_dir) + "/" + name + ".toml");
-    arr.push_back({{"name", name},
-                   {"description", p->description},
-                   {"source", user ? "user" : "builtin"},
-                   {"knobs", p->knobs.size()}});
+    const bool packaged = !user && root.exists(std::string(packaged_profile_dir()) + "/" + name + ".toml");
+    const char *source = user ? "user" : packaged ? "packaged" : "builtin";
+    arr.push_back({{"name", name}, {"description", p->description}, {"source", source}, {"knobs", p->knobs.size()}});
     if (!ctx.json) {
-      *ctx.out << name << (user ? " (user)" : "") << "\t" << p->description << "\n";
+      *ctx.out << name << (user ? " (user)" : packaged ? " (packaged)" : "") << "\t" << p->description << "\n";
     }
   }
   if (ctx.json) {

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -663,6 +664,232 @@ TEST_F(pool, hundred_cycles_leak_nothing)
 	}
 	EXPECT_EQ(orphaned0, hp_read("orphaned"));
 	EXPECT_EQ(0, mapped_in_maps());
+}
+
+/*
+ * ---- Per-user accounting and quota (hugepool/users, hugepool/user_quota) ----
+ *
+ * Buffers are charged to the real UID of the task that maps them; a
+ * non-root user is limited by user_quota (EDQUOT beyond it), root
+ * (CAP_IPC_LOCK) is accounted but not limited. The unprivileged side runs
+ * in a child that becomes QUOTA_UID and maps through the fixture's fd, as
+ * a member of the device's group would after open().
+ */
+#define QUOTA_UID	4242u
+
+/* Pages charged to @uid in hugepool/users; 0 without a line, -1 on error. */
+static long user_pages(unsigned int uid)
+{
+	char buf[4096], *line, *save = NULL;
+	unsigned int u;
+	long pages;
+
+	if (mltune_read_file(HP_SYSFS "/users", buf, sizeof(buf)) < 0)
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(line, "%u %ld", &u, &pages) != 2)
+			return -1;
+		if (u == uid)
+			return pages;
+	}
+	return 0;
+}
+
+static int set_quota(const char *val)
+{
+	return mltune_write_file(HP_SYSFS "/user_quota", val);
+}
+
+/*
+ * Run @fn(@fd) in a child that is QUOTA_UID without any capability.
+ * Returns what fn returned (0 = all good, else the number of the check that
+ * failed), or 100+ when the child could not drop its privileges.
+ */
+static int as_user(int (*fn)(int fd), int fd)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (setgroups(0, NULL) || setresgid(QUOTA_UID, QUOTA_UID, QUOTA_UID))
+			_exit(100);
+		if (setresuid(QUOTA_UID, QUOTA_UID, QUOTA_UID))
+			_exit(101);
+		_exit(fn(fd));
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 200 + WTERMSIG(status);
+}
+
+/* The user's mappings are charged to it while they live. */
+static int user_maps_two_pages(int fd)
+{
+	char *p = pool_map(fd, 0, 2 * HP, MAP_SHARED);
+
+	if (p == MAP_FAILED)
+		return 1;
+	if (user_pages(QUOTA_UID) != 2)
+		return 2;
+	p[0] = 1;
+	if (munmap(p, 2 * HP))
+		return 3;
+	if (user_pages(QUOTA_UID) != 0)
+		return 4;
+	/* Left mapped at exit: the exit's unmap uncharges it. */
+	return pool_map(fd, 0, HP, MAP_SHARED) == MAP_FAILED ? 5 : 0;
+}
+
+TEST_F(pool, users_account_each_mapping)
+{
+	int n1 = have_node(1);
+	char *a, *b = NULL;
+	char buf[4096];
+
+	EXPECT_EQ(0, user_pages(0));
+	a = pool_map(self->fd, 0, 3 * HP, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, a);
+	EXPECT_EQ(3, user_pages(0));
+	if (n1) {
+		b = pool_map(self->fd, 1, 2 * HP, MAP_SHARED);
+		ASSERT_NE(MAP_FAILED, b);
+		/* One account per UID, across nodes. */
+		EXPECT_EQ(5, user_pages(0));
+	}
+	/* Pieces of a buffer keep the whole buffer charged. */
+	ASSERT_EQ(0, munmap(a, HP));
+	EXPECT_EQ(n1 ? 5 : 3, user_pages(0));
+
+	EXPECT_EQ(0, as_user(user_maps_two_pages, self->fd));
+	EXPECT_EQ(0, user_pages(QUOTA_UID));
+
+	ASSERT_EQ(0, munmap(a + HP, 2 * HP));
+	if (b)
+		ASSERT_EQ(0, munmap(b, 2 * HP));
+	EXPECT_EQ(0, user_pages(0));
+	ASSERT_LE(0, mltune_read_file(HP_SYSFS "/users", buf, sizeof(buf)));
+	EXPECT_STREQ("", buf);
+}
+
+/* Quota 4 pages (8M): four map, a fifth does not, on any node. */
+static int user_hits_quota(int fd)
+{
+	char *p = pool_map(fd, 0, 4 * HP, MAP_SHARED), *q;
+	long free0 = node_read(0, "free");
+
+	if (p == MAP_FAILED)
+		return 1;
+	q = pool_map(fd, 0, HP, MAP_SHARED);
+	if (q != MAP_FAILED || errno != EDQUOT)
+		return 2;
+	if (have_node(1)) {
+		q = pool_map(fd, 1, HP, MAP_SHARED);
+		if (q != MAP_FAILED || errno != EDQUOT)
+			return 3;
+	}
+	/* The refusals took no page and charged nothing. */
+	if (node_read(0, "free") != free0 || user_pages(QUOTA_UID) != 4)
+		return 4;
+	if (munmap(p, 4 * HP))
+		return 5;
+	/* Larger than the quota in one go. */
+	p = pool_map(fd, 0, 5 * HP, MAP_SHARED);
+	if (p != MAP_FAILED || errno != EDQUOT)
+		return 6;
+	p = pool_map(fd, 0, 4 * HP, MAP_SHARED);
+	if (p == MAP_FAILED)
+		return 7;
+	return munmap(p, 4 * HP) ? 8 : 0;
+}
+
+/* No quota: the same user maps more than 4 pages. */
+static int user_maps_six_pages(int fd)
+{
+	char *p = pool_map(fd, 0, 6 * HP, MAP_SHARED);
+
+	if (p == MAP_FAILED)
+		return 1;
+	return user_pages(QUOTA_UID) == 6 ? 0 : 2;
+}
+
+TEST_F(pool, user_quota_refuses_with_edquot)
+{
+	long saved = hp_read("user_quota");
+	char val[32];
+	char *p;
+
+	ASSERT_LE(0, saved);
+	ASSERT_EQ(0, set_quota("8M"));
+	EXPECT_EQ(4, hp_read("user_quota"));
+	EXPECT_EQ(0, as_user(user_hits_quota, self->fd));
+	EXPECT_EQ(0, user_pages(QUOTA_UID));
+
+	/* Root (CAP_IPC_LOCK) is accounted but not limited. */
+	p = pool_map(self->fd, 0, 6 * HP, MAP_SHARED);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(6, user_pages(0));
+	ASSERT_EQ(0, munmap(p, 6 * HP));
+
+	/* A lower quota binds new mappings only; 0 lifts it. */
+	ASSERT_EQ(0, set_quota("0"));
+	EXPECT_EQ(0, hp_read("user_quota"));
+	EXPECT_EQ(0, as_user(user_maps_six_pages, self->fd));
+	EXPECT_EQ(0, user_pages(QUOTA_UID));
+
+	snprintf(val, sizeof(val), "%ld", saved);
+	ASSERT_EQ(0, set_quota(val));
+}
+
+/* Writes to user_quota without CAP_SYS_ADMIN; returns the wrong answers. */
+static int quota_unprivileged(void)
+{
+	int status, wrong;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct __user_cap_header_struct h = {
+			.version = _LINUX_CAPABILITY_VERSION_3,
+		};
+		struct __user_cap_data_struct d[2] = {};
+
+		if (syscall(SYS_capget, &h, d))
+			_exit(100);
+		d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d))
+			_exit(101);
+		wrong = set_quota("1") != -EPERM;
+		if (setresgid(QUOTA_UID, QUOTA_UID, QUOTA_UID) ||
+		    setresuid(QUOTA_UID, QUOTA_UID, QUOTA_UID))
+			_exit(102);
+		wrong += set_quota("1") != -EACCES;
+		_exit(wrong);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(pool, user_quota_store_validates_first)
+{
+	long saved = hp_read("user_quota");
+	char val[32];
+
+	ASSERT_LE(0, saved);
+	ASSERT_EQ(0, set_quota("16M"));
+	EXPECT_EQ(8, hp_read("user_quota"));
+	EXPECT_EQ(-EINVAL, set_quota("many"));
+	EXPECT_EQ(-EINVAL, set_quota("3M"));
+	EXPECT_EQ(-EINVAL, set_quota("-1"));
+	EXPECT_EQ(-EINVAL, set_quota("\n"));
+	EXPECT_EQ(-EINVAL, mltune_write_len(HP_SYSFS "/user_quota", "1\0 2", 4));
+	EXPECT_EQ(0, quota_unprivileged());
+	EXPECT_EQ(8, hp_read("user_quota"));
+	EXPECT_EQ(0, set_quota("2\n"));
+	EXPECT_EQ(2, hp_read("user_quota"));
+
+	snprintf(val, sizeof(val), "%ld", saved);
+	ASSERT_EQ(0, set_quota(val));
 }
 
 int main(int argc, char **argv)

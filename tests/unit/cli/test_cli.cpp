@@ -55,7 +55,10 @@ TEST_F(Cli, HelpForEveryCommand) {
                                                                 {"diff", "--help"},
                                                                 {"switch", "--help"},
                                                                 {"persist", "--help"},
-                                                                {"exec", "--help"}}) {
+                                                                {"config", "--help"},
+                                                                {"config", "apply", "--help"},
+                                                                {"pool", "quota", "--help"},
+{"exec", "--help"}}) {
     const auto r = run(args);
     EXPECT_EQ(r.rc, 0) << args[0];
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args[0];
@@ -196,13 +199,55 @@ TEST_F(Cli, Audit) {
 TEST_F(Cli, PersistAndRemove) {
   auto r = run({"--dry-run", "persist", "--profile", "inference"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_FALSE(fake.root().exists("/etc/mltune/mltune.conf"));
+  EXPECT_NE(r.out.find("profile = \"inference\""), std::string::npos) << r.out;
+  EXPECT_FALSE(fake.root().exists("/etc/mltune/mltune.toml"));
   r = run({"--json", "persist", "--profile", "inference"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.j()["written"].size(), 5U);
-  // The persisted default is now what audit uses.
+  EXPECT_EQ(r.j()["written"], json::array({"/etc/mltune/mltune.toml"}));
+  // The persisted profile is now the default audit uses.
   EXPECT_NE(run({"audit"}).out.find("against profile 'inference'"), std::string::npos);
+  // Options change only what they name.
+  r = run({"persist", "--pool", "0:64M", "--pool", "1:32", "--user-quota", "8M", "--feeder", "2-3", "--watcher", "on"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = run({"--json", "config", "show"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["profile"], "inference");
+  EXPECT_EQ(r.j()["pool"][0]["pages"], 32);
+  EXPECT_EQ(r.j()["pool"][1]["pages"], 32);
+  EXPECT_EQ(r.j()["user_quota"], 4);
+  EXPECT_EQ(r.j()["feeder_cpus"], "2-3");
+  EXPECT_EQ(r.j()["watcher"], true);
+  EXPECT_EQ(run({"config", "watcher"}).rc, 0);
+  EXPECT_EQ(run({"persist", "--watcher", "off", "--no-feeder"}).rc, 0);
+  EXPECT_EQ(run({"config", "watcher"}).rc, 1);
+  EXPECT_TRUE(run({"--json", "config", "show"}).j()["feeder_cpus"].is_null());
+  EXPECT_EQ(run({"persist", "--pool", "0:3M"}).rc, 2);
+  EXPECT_EQ(run({"persist", "--profile", "nope"}).rc, 2);
   r = run({"persist", "--remove"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_FALSE(fake.root().exists("/etc/mltune/mltune.conf"));
+  EXPECT_FALSE(fake.root().exists("/etc/mltune/mltune.toml"));
+}
+
+TEST_F(Cli, ConfigCheckAndApplyExitCodes) {
+  EXPECT_EQ(run({"config", "check"}).rc, 2) << "no configuration";
+  EXPECT_EQ(run({"config", "watcher"}).rc, 2);
+  fake.set("/etc/mltune/mltune.toml", "profile = \"training\"\nwatcher = 1\n");
+  auto r = run({"config", "check"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("/etc/mltune/mltune.toml:2: watcher must be true or false"), std::string::npos) << r.err;
+  fake.set("/etc/mltune/mltune.toml", "profile = \"nope\"\n");
+  r = run({"config", "check"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("profile 'nope'"), std::string::npos) << r.err;
+  fake.set("/etc/mltune/mltune.toml", "profile = \"training\"\n");
+  EXPECT_EQ(run({"config", "check"}).rc, 0);
+  // Applied through the direct backend (no module in this fake), then reverted.
+  r = run({"--json", "config", "apply"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["applied"], json::array({"knobs", "nic"}));
+  EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
+  r = run({"config", "revert"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("knobs: baseline (direct backend"), std::string::npos) << r.out;
+  EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "60");
 }

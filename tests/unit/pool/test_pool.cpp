@@ -114,5 +114,42 @@ TEST(Pool, CliStatusJsonAndDryRun) {
   EXPECT_EQ(2, cli::run({"--sysroot", fs.dir().string(), "pool", "reserve", "0", "3M"}, o3, e3));
 }
 
+// Per-user accounting and the quota: hugepool/users and user_quota.
+TEST(Pool, UsersAndQuota) {
+  FakeSysroot fs;
+  add_pool(fs, 0, 32, 30);
+  fs.set(std::string(k_hp) + "/user_quota", "4\n");
+  fs.set(std::string(k_hp) + "/users", "0 1\n1000 2\n");
+  auto st = pool_status(fs.root());
+  ASSERT_TRUE(st) << st.error().message;
+  EXPECT_EQ(4U, st->user_quota);
+  ASSERT_EQ(2U, st->users.size());
+  EXPECT_EQ(1000U, st->users[1].uid);
+  EXPECT_EQ(2U, st->users[1].pages);
+
+  fs.set(std::string(k_hp) + "/users", "1000\n");
+  st = pool_status(fs.root());
+  ASSERT_FALSE(st);
+  EXPECT_NE(std::string::npos, st.error().message.find("unexpected line '1000'"));
+  fs.set(std::string(k_hp) + "/users", "");
+
+  std::ostringstream out, err;
+  ASSERT_EQ(0, cli::run({"--sysroot", fs.dir().string(), "pool", "quota", "64M"}, out, err)) << err.str();
+  EXPECT_EQ("32", fs.get(std::string(k_hp) + "/user_quota"));
+  std::ostringstream o2, e2;
+  EXPECT_EQ(2, cli::run({"--sysroot", fs.dir().string(), "pool", "quota", "1M"}, o2, e2));
+  EXPECT_EQ("32", fs.get(std::string(k_hp) + "/user_quota"));
+  std::ostringstream o3, e3;
+  ASSERT_EQ(0, cli::run({"--sysroot", fs.dir().string(), "--json", "pool", "status"}, o3, e3)) << e3.str();
+  EXPECT_EQ(32U, nlohmann::json::parse(o3.str())["user_quota"].get<std::uint64_t>());
+
+  // A module without per-user accounting: the quota cannot be set.
+  FakeSysroot old;
+  add_pool(old, 0, 1, 1);
+  auto q = pool_set_user_quota(old.root(), 1);
+  ASSERT_FALSE(q);
+  EXPECT_NE(std::string::npos, q.error().message.find("no per-user quota"));
+}
+
 } // namespace
 } // namespace mltune::test

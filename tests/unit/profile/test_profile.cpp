@@ -187,6 +187,34 @@ TEST(Loader, ListIncludesUserProfiles) {
   EXPECT_FALSE(loader.load("bad name!"));
 }
 
+// Site profiles (/etc/mltune/profiles) override the packaged ones
+// (packaged_profile_dir()), which override the built-ins; an include
+// resolves the same way from a packaged profile's own directory first.
+TEST(Loader, SiteThenPackagedThenBuiltin) {
+  FakeSysroot fake;
+  const std::string pkg(packaged_profile_dir());
+  const Sysroot root = fake.root();
+  const ProfileLoader loader(&root);
+  EXPECT_EQ(loader.load("training")->sources, (std::vector<std::string>{"base.toml", "training.toml"}));
+
+  fake.set(pkg + "/training.toml", "include = \"base\"\n[sysctl]\n\"vm.swappiness\" = { value = 5 }\n");
+  fake.set(pkg + "/base.toml", "[sysctl]\n\"vm.dirty_ratio\" = { value = 33 }\n");
+  fake.set(pkg + "/packaged-only.toml", "[sysctl]\n\"vm.swappiness\" = { value = 7 }\n");
+  auto p = loader.load("training");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(value_of(*p, "vm.swappiness"), "5");
+  EXPECT_EQ(value_of(*p, "vm.dirty_ratio"), "33") << "base.toml from the packaged directory";
+  EXPECT_EQ(p->sources.back(), root.path(pkg + "/training.toml").string());
+
+  fake.set("/etc/mltune/profiles/training.toml", "[sysctl]\n\"vm.swappiness\" = { value = 9 }\n");
+  p = loader.load("training");
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(value_of(*p, "vm.swappiness"), "9");
+  EXPECT_EQ(p->sources.back(), root.path("/etc/mltune/profiles/training.toml").string());
+  EXPECT_EQ(value_of(*loader.load("packaged-only"), "vm.swappiness"), "7");
+  EXPECT_EQ(loader.list(), (std::vector<std::string>{"base", "inference", "packaged-only", "training"}));
+}
+
 TEST(Diff, TrainingVsInference) {
   const ProfileLoader loader;
   const auto d = diff_profiles(*loader.load("training"), *loader.load("inference"));

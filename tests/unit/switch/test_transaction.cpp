@@ -89,7 +89,7 @@ TEST(Transaction, ApplyFailureRollsBackTheStepsBeforeNewestFirst) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().kind, Errc::failed);
   EXPECT_EQ(r.error().sys_errno, EIO);
-  EXPECT_EQ(r.error().message, "c apply: boom; rolled back: a, b");
+  EXPECT_EQ(r.error().message, "c apply: boom; rolled back: b, a");
   EXPECT_EQ(t.journal,
             (Journal{"a.plan", "b.plan", "c.plan", "a.apply", "b.apply", "c.apply", "b.rollback", "a.rollback"}));
 }
@@ -125,7 +125,7 @@ TEST(Transaction, VerifyFailureRollsBackEveryStep) {
   };
   auto r = run_transaction(t.steps, opt);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.error().message, "b verify: boom; rolled back: a, b, c");
+  EXPECT_EQ(r.error().message, "b verify: boom; rolled back: c, b, a");
   EXPECT_EQ(t.journal, (Journal{"a.plan", "b.plan", "c.plan", "a.apply", "b.apply", "c.apply", "a.verify", "b.verify",
                                 "c.rollback", "b.rollback", "a.rollback"}));
   EXPECT_EQ(progress.size(), t.journal.size()) << "one progress call per phase of each step";

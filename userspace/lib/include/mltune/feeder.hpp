@@ -156,6 +156,17 @@ public:
 // the live node.
 std::unique_ptr<FeederOs> make_live_feeder_os(const Sysroot &root);
 
+// The feeder CPUs of `spec` -- a cpulist ("2-3,6-7"), or a role of the CPU
+// plan of this node ("feeder", "feeder:N") -- with the plan's housekeeping
+// CPUs (empty for a cpulist: feeder_on() then keeps every other online CPU).
+// A role the plan has no CPUs for is an input error saying why.
+Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec);
+
+// The housekeeping CPUs for feeder CPUs `cpus`: the online ones of
+// `housekeeping`, else every other online CPU.  Input errors: no feeder
+// CPU, one that is not online, none left for housekeeping.
+Result<CpuSet> feeder_housekeeping(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping);
+
 bool feeder_scx_built();
 
 // sched_ext mechanism: moves the real-time threads the scheduler's guard

@@ -1,34 +1,37 @@
-// persist: make a profile survive reboots.
+// persist: make a node configuration survive reboots.
 //
-// Writes, below the sysroot:
-//   /etc/sysctl.d/90-mltune.conf            sysctls of the profile ("-" prefix = optional)
-//   /etc/security/limits.d/90-mltune.conf   memlock unlimited, nofile 1048576
-//   /etc/mltune/mltune.conf                 PROFILE=<name> (the default profile)
-//   /etc/systemd/system/mltune.service      oneshot unit: mltunectl switch $PROFILE
-//   /etc/systemd/system/multi-user.target.wants/mltune.service  (enable symlink)
-// remove_persist() deletes exactly these files, and only when they carry the
-// mltune marker line.
+// persist_config() writes the node configuration (config.hpp)
+// /etc/mltune/mltune.toml below the sysroot, which mltune.service applies at
+// every boot.  The text is checked before it is written: it parses back to
+// the same configuration and its profile loads.  A file that exists without
+// the marker line (written by hand) is replaced only when asked to.
+//
+// Earlier versions of persist wrote a sysctl.d file, a limits.d file,
+// /etc/mltune/mltune.conf and a unit of their own in /etc/systemd/system,
+// which would shadow the packaged mltune.service.  persist_config() and
+// remove_persist() delete those (legacy_persist_files()), and only when they
+// carry the marker line.  remove_persist() also deletes the configuration
+// (only with the marker).
 #pragma once
 
-#include "mltune/profile.hpp"
+#include "mltune/config.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mltune {
 
-struct PersistFile {
-  std::string path;
-  std::string content; // empty for the enable symlink
+struct PersistResult {
+  std::vector<std::string> written;
+  std::vector<std::string> removed; // legacy files
 };
 
-inline constexpr std::string_view k_persist_marker = "# Managed by mltunectl persist";
-inline constexpr std::string_view k_nofile_limit = "1048576";
-
-std::vector<PersistFile> persist_files(const Profile &profile);
-// Writes every file; on failure removes those written.  Returns paths written.
-Result<std::vector<std::string>> persist(const Profile &profile, const Sysroot &root);
-Result<std::vector<std::string>> remove_persist(const Sysroot &root);
+[[nodiscard]] Result<PersistResult> persist_config(const NodeConfig &cfg, const Sysroot &root, bool replace = false);
+// Returns the paths removed.
+[[nodiscard]] Result<std::vector<std::string>> remove_persist(const Sysroot &root);
+// The files earlier versions of persist wrote (the last is the enable link).
+const std::vector<std::string_view> &legacy_persist_files();
 
 } // namespace mltune

@@ -30,12 +30,20 @@ struct PoolNode {
   std::uint64_t mapped = 0;   // in buffers still mapped
 };
 
+// Pool pages a user has mapped (the charge of hugepool/users).
+struct PoolUser {
+  std::uint32_t uid = 0;
+  std::uint64_t pages = 0;
+};
+
 struct PoolStatus {
   std::vector<PoolNode> nodes; // ascending node numbers
   std::uint64_t pmd_mappings = 0;
   std::uint64_t pte_mappings = 0;
   std::uint64_t orphaned = 0;
   bool pmd_capable = false;
+  std::uint64_t user_quota = 0; // pages per user, 0 = no limit
+  std::vector<PoolUser> users;  // ascending uid, users with mapped pages
 };
 
 // Pool state; a failure when the module is not loaded.
@@ -49,6 +57,10 @@ struct PoolStatus {
 // of it, or mapped pages kept it from shrinking that far, the Error says how
 // far it got (the pool keeps that state).
 [[nodiscard]] Result<PoolNode> pool_reserve(const Sysroot &root, int node, std::uint64_t pages);
+// Sets hugepool/user_quota: the pages one user (without CAP_IPC_LOCK) may
+// have mapped at a time; 0 lifts the limit.  Mappings beyond it fail with
+// EDQUOT; mappings already made stay.
+[[nodiscard]] Status pool_set_user_quota(const Sysroot &root, std::uint64_t pages);
 // Frees up to `pages` free pages of node (all free pages when pages is
 // UINT64_MAX); mapped pages are never touched.
 [[nodiscard]] Result<PoolNode> pool_release(const Sysroot &root, int node, std::uint64_t pages);
@@ -86,8 +98,10 @@ private:
 // Maps `bytes` (rounded up to 2 MiB) of pinned, zeroed memory from NUMA
 // node `node`'s pool.  `populate` maps every page up front (MAP_POPULATE).
 // Errors: input error for bytes == 0 or a node without pool (EINVAL),
-// failure with ENOMEM when the node has fewer free pages, ENOENT when the
-// module is not loaded.  All or nothing.
+// failure with ENOMEM when the node has fewer free pages, EDQUOT when the
+// caller's user would pass hugepool/user_quota, EACCES when the caller may
+// not open /dev/mltune (not in its group), ENOENT when the module is not
+// loaded.  All or nothing.
 [[nodiscard]] Result<PoolBuffer> allocate(int node, std::size_t bytes, bool populate = true);
 
 } // namespace mltune

@@ -48,22 +48,29 @@ struct BuiltinProfile {
 };
 std::span<const BuiltinProfile> builtin_profiles();
 
-// Where user profiles live on the node (below the sysroot).
+// Where profiles live on the node (below the sysroot), searched in this
+// order before the built-ins: the site's own profiles, which override the
+// packaged ones of the same name, then the packaged ones
+// (${datadir}/mltune/profiles of the build: /usr/share/mltune/profiles in
+// the Debian package).
 inline constexpr std::string_view k_user_profile_dir = "/etc/mltune/profiles";
+std::string_view packaged_profile_dir();
 
 class ProfileLoader {
 public:
-  // `sysroot` (may be null) is used to find user profiles in
-  // <sysroot>/etc/mltune/profiles; built-ins are compiled in.
+  // `sysroot` (may be null) is used to find profiles in
+  // <sysroot>/etc/mltune/profiles and <sysroot><packaged_profile_dir()>;
+  // built-ins are compiled in.
   explicit ProfileLoader(const Sysroot *sysroot = nullptr) : sysroot_(sysroot) {}
 
   // A name ("training") or a file path (contains '/' or ends in ".toml").
-  // Names resolve to <sysroot>/etc/mltune/profiles/NAME.toml, then built-ins.
+  // Names resolve to <sysroot>/etc/mltune/profiles/NAME.toml, then
+  // <sysroot><packaged_profile_dir()>/NAME.toml, then built-ins.
   [[nodiscard]] Result<Profile> load(std::string_view name_or_path) const;
   // Parse TOML text; `display` names it in errors.  Includes resolve to
   // built-ins and user profiles only.
   [[nodiscard]] Result<Profile> load_text(std::string_view text, std::string_view display) const;
-  // Names of every loadable profile (user profiles and built-ins), sorted.
+  // Names of every loadable profile (site, packaged and built-in), sorted.
   [[nodiscard]] std::vector<std::string> list() const;
 
 private:

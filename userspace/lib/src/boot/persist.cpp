@@ -1,91 +1,113 @@
 #include "mltune/persist.hpp"
 
-#include <filesystem>
-#include <ranges>
+#include "mltune/profile.hpp"
 
-#ifndef MLTUNE_SBINDIR
-#define MLTUNE_SBINDIR "/usr/sbin"
-#endif
+#include <filesystem>
 
 namespace mltune {
 
 namespace {
 
-const std::string k_sysctl_conf = "/etc/sysctl.d/90-mltune.conf";
-const std::string k_limits_conf = "/etc/security/limits.d/90-mltune.conf";
-const std::string k_env_conf = "/etc/mltune/mltune.conf";
-const std::string k_unit = "/etc/systemd/system/mltune.service";
-const std::string k_wants = "/etc/systemd/system/multi-user.target.wants/mltune.service";
+constexpr std::string_view k_legacy_wants = "/etc/systemd/system/multi-user.target.wants/mltune.service";
+
+// Removes `path` when it is a symlink (the enable link) or a file that
+// starts with the marker; a foreign file is an error, an absent one nothing.
+Result<bool> remove_marked(const Sysroot &root, std::string_view path) {
+  std::error_code ec;
+  const auto st = std::filesystem::symlink_status(root.path(path), ec);
+  if (!std::filesystem::exists(st)) {
+    return false;
+  }
+  if (!std::filesystem::is_symlink(st)) {
+    auto text = root.read(path);
+    if (!text) {
+      return text.error();
+    }
+    if (!text->starts_with(k_config_marker)) {
+      return failure(std::string(path) + ": not written by mltunectl persist; left alone");
+    }
+  }
+  if (auto r = root.remove_file(path); !r) {
+    return r.error();
+  }
+  return true;
+}
+
+Status remove_legacy(const Sysroot &root, std::vector<std::string> &removed) {
+  for (const auto &f : legacy_persist_files()) {
+    if (f == k_legacy_wants) {
+      // Only the link persist made to its own unit; one to the packaged
+      // unit (systemctl enable) is systemd's.
+      std::error_code ec;
+      const auto target = std::filesystem::read_symlink(root.path(f), ec);
+      if (ec || target != "../mltune.service") {
+        continue;
+      }
+    }
+    auto r = remove_marked(root, f);
+    if (!r) {
+      return r.error();
+    }
+    if (*r) {
+      removed.emplace_back(f);
+    }
+  }
+  return {};
+}
 
 } // namespace
 
-std::vector<PersistFile> persist_files(const Profile &profile) {
-  const std::string marker = std::string(k_persist_marker) + " (profile " + profile.name + ")\n";
-  std::string sysctl = marker + "# Applied early by systemd-sysctl; sysfs knobs are applied by mltune.service.\n";
-  for (const auto &k : profile.knobs) {
-    if (k.kind == KnobKind::sysctl) {
-      sysctl += "# " + k.reason + "\n" + (k.optional ? "-" : "") + k.key + " = " + k.value + "\n";
-    }
-  }
-  const std::string limits = marker +
-                             "# Pinned host memory (cudaHostAlloc, RDMA) and many open files.\n"
-                             "*    -    memlock    unlimited\n"
-                             "*    -    nofile     " +
-                             std::string(k_nofile_limit) + "\n";
-  const std::string env = marker + "PROFILE=" + profile.name + "\n";
-  const std::string unit = marker +
-                           "[Unit]\n"
-                           "Description=Apply the mltune node profile\n"
-                           "After=systemd-sysctl.service systemd-modules-load.service\n"
-                           "Before=multi-user.target\n\n"
-                           "[Service]\n"
-                           "Type=oneshot\n"
-                           "RemainAfterExit=yes\n"
-                           "EnvironmentFile=" +
-                           k_env_conf +
-                           "\nExecStart=" MLTUNE_SBINDIR "/mltunectl switch ${PROFILE}\n\n"
-                           "[Install]\n"
-                           "WantedBy=multi-user.target\n";
-  return {{k_sysctl_conf, sysctl}, {k_limits_conf, limits}, {k_env_conf, env}, {k_unit, unit}, {k_wants, {}}};
+const std::vector<std::string_view> &legacy_persist_files() {
+  static const std::vector<std::string_view> files = {
+      "/etc/sysctl.d/90-mltune.conf", "/etc/security/limits.d/90-mltune.conf", "/etc/mltune/mltune.conf",
+      "/etc/systemd/system/mltune.service", k_legacy_wants};
+  return files;
 }
 
-Result<std::vector<std::string>> persist(const Profile &profile, const Sysroot &root) {
-  std::vector<std::string> written;
-  for (const auto &f : persist_files(profile)) {
-    const Status st =
-        f.content.empty() ? root.symlink("../mltune.service", f.path) : root.write_file(f.path, f.content);
-    if (!st) {
-      for (const auto &w : written) {
-        (void)root.remove_file(w);
-      }
-      return st.error();
-    }
-    written.push_back(f.path);
+Result<PersistResult> persist_config(const NodeConfig &cfg, const Sysroot &root, bool replace) {
+  const std::string text = render_config(cfg);
+  auto back = parse_config(text, std::string(k_config_file));
+  if (!back) {
+    return with_context(back.error(), "persist: the configuration would not load");
   }
-  return written;
+  if (cfg.profile) {
+    if (auto p = ProfileLoader(&root).load(*cfg.profile); !p) {
+      return with_context(p.error(), "persist: profile '" + *cfg.profile + "'");
+    }
+  }
+  if (!replace && root.exists(k_config_file)) {
+    auto old = root.read(k_config_file);
+    if (!old) {
+      return old.error();
+    }
+    if (!old->starts_with(k_config_marker)) {
+      return input_error(std::string(k_config_file) +
+                         ": written by hand (no marker line); persist would lose its comments: --replace to "
+                         "overwrite it");
+    }
+  }
+  PersistResult res;
+  if (auto st = remove_legacy(root, res.removed); !st) {
+    return st.error();
+  }
+  if (auto st = root.write_file(k_config_file, text); !st) {
+    return st.error();
+  }
+  res.written.emplace_back(k_config_file);
+  return res;
 }
 
 Result<std::vector<std::string>> remove_persist(const Sysroot &root) {
   std::vector<std::string> removed;
-  const auto files = persist_files(Profile{});
-  for (const auto &f : std::views::reverse(files)) { // the enable link first
-    std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::symlink_status(root.path(f.path), ec))) {
-      continue;
-    }
-    if (!f.content.empty()) {
-      auto text = root.read(f.path);
-      if (!text) {
-        return text.error();
-      }
-      if (!text->starts_with(k_persist_marker)) {
-        return failure(f.path + ": not written by mltunectl persist; left alone");
-      }
-    }
-    if (auto st = root.remove_file(f.path); !st) {
-      return st.error();
-    }
-    removed.push_back(f.path);
+  if (auto st = remove_legacy(root, removed); !st) {
+    return st.error();
+  }
+  auto r = remove_marked(root, k_config_file);
+  if (!r) {
+    return r.error();
+  }
+  if (*r) {
+    removed.emplace_back(k_config_file);
   }
   return removed;
 }

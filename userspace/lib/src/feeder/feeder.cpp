@@ -994,11 +994,7 @@ Result<FeederStatus> feeder_status(const Sysroot &root) {
   return st;
 }
 
-namespace {
-
-// The housekeeping CPUs for feeder CPUs `cpus`: the given ones that are
-// online, else every other online CPU.
-Result<CpuSet> housekeeping_for(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping) {
+Result<CpuSet> feeder_housekeeping(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping) {
   CpuSet online;
   if (auto v = root.read("/sys/devices/system/cpu/online")) {
     if (auto c = parse_cpuset(*v)) {
@@ -1020,6 +1016,8 @@ Result<CpuSet> housekeeping_for(const Sysroot &root, const CpuSet &cpus, const C
   }
   return hk;
 }
+
+namespace {
 
 // Feeder off -> on: cgroup, housekeeping, then the scheduler or the
 // partition, then the state file; a failing step undoes the ones before.
@@ -1071,7 +1069,7 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
 
 Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &cpus, const CpuSet &housekeeping,
                               const std::string &want) {
-  auto hk = housekeeping_for(root, cpus, housekeeping);
+  auto hk = feeder_housekeeping(root, cpus, housekeeping);
   if (!hk) {
     return hk.error();
   }

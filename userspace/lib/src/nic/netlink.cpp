@@ -655,9 +655,14 @@ private:
       const auto n = parse_int<int>(trim(read_host(dev / "numa_node")));
       d.numa_node = n && *n >= 0 ? *n : -1;
     }
+    // The vectors the driver has requested: a NIC that is down (at boot,
+    // before the network is configured) lists its MSI-X vectors in sysfs
+    // but has no /proc/irq/N for them; they get the default affinity when
+    // it comes up.
     std::vector<int> irqs;
     for (const auto &e : want_irqs ? fs::directory_iterator(dev / "msi_irqs", ec2) : fs::directory_iterator()) {
-      if (const auto n = parse_int<int>(e.path().filename().string()); n && *n >= 0) {
+      if (const auto n = parse_int<int>(e.path().filename().string());
+          n && *n >= 0 && root_.exists("/proc/irq/" + std::to_string(*n) + "/smp_affinity_list")) {
         irqs.push_back(*n);
       }
     }

@@ -120,7 +120,40 @@ Result<PoolStatus> pool_status(const Sysroot &root) {
   }
   auto cap = read_u64(root, std::string(k_dir) + "/pmd_capable");
   st.pmd_capable = cap && *cap == 1;
+  // Per-user accounting, "UID PAGES" lines (absent from older modules).
+  if (auto quota = read_u64(root, std::string(k_dir) + "/user_quota")) {
+    st.user_quota = *quota;
+  }
+  if (auto users = root.read(std::string(k_dir) + "/users")) {
+    std::string_view rest = *users;
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');
+      const std::string_view line = trim(rest.substr(0, nl));
+      rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+      if (line.empty()) {
+        continue;
+      }
+      const size_t sp = line.find(' ');
+      const auto uid = parse_int<std::uint32_t>(line.substr(0, sp));
+      const auto pages = sp == std::string_view::npos ? std::nullopt : parse_int<std::uint64_t>(line.substr(sp + 1));
+      if (!uid || !pages) {
+        return failure(std::string(k_dir) + "/users: unexpected line '" + std::string(line) + "'");
+      }
+      st.users.push_back({*uid, *pages});
+    }
+  }
   return st;
+}
+
+Status pool_set_user_quota(const Sysroot &root, std::uint64_t pages) {
+  const std::string file = std::string(k_dir) + "/user_quota";
+  if (!root.is_dir(k_dir)) {
+    return failure(std::string(k_dir) + " missing: the mltune module is not loaded", ENOENT);
+  }
+  if (!root.exists(file)) {
+    return failure(file + " missing: the loaded mltune module has no per-user quota (too old)", ENOENT);
+  }
+  return root.write_value(file, std::to_string(pages));
 }
 
 Result<std::uint64_t> parse_pool_size(std::string_view text) {
@@ -227,6 +260,9 @@ Result<PoolBuffer> allocate(int node, std::size_t bytes, bool populate) {
     const std::string what = "allocate " + std::to_string(len >> 20) + " MiB on node " + std::to_string(node);
     if (err == ENOMEM) {
       return failure(what + ": not enough free pool pages", ENOMEM);
+    }
+    if (err == EDQUOT) {
+      return failure(what + ": over this user's pool quota (hugepool/user_quota)", EDQUOT);
     }
     if (err == EINVAL) {
       Error e = input_error(what + ": node has no huge-page pool");

@@ -78,44 +78,15 @@ std::string where(const std::string &display, const toml::source_region &r) {
   return display + ":" + std::to_string(r.begin.line);
 }
 
-// A profile file: a regular file (not a FIFO that never ends, not /dev/zero)
-// of at most k_max_profile_bytes, read whole.
-Result<std::string> read_host_file(const fs::path &p) {
-  const UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!fd) {
-    return sys_error(p.string() + ": cannot open", errno);
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    return sys_error(p.string() + ": stat", errno);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return input_error(p.string() + ": not a regular file");
-  }
-  if (st.st_size > static_cast<off_t>(k_max_profile_bytes)) {
-    return input_error(p.string() + ": " + std::to_string(st.st_size) + " bytes; a profile is at most " +
-                       std::to_string(k_max_profile_bytes));
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return sys_error(p.string() + ": read", errno);
-    }
-    if (n == 0) {
-      break;
-    }
-    got += static_cast<size_t>(n);
-  }
-  text.resize(got);
-  return text;
-}
-
 } // namespace
+
+#ifndef MLTUNE_PROFILE_DIR
+#define MLTUNE_PROFILE_DIR "/usr/share/mltune/profiles"
+#endif
+
+std::string_view packaged_profile_dir() {
+  return MLTUNE_PROFILE_DIR;
+}
 
 std::string Knob::path() const {
   if (kind == KnobKind::sysfs) {
@@ -149,7 +120,7 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
       }
       p = from->dir / p;
     }
-    auto text = read_host_file(p);
+    auto text = detail::read_profile_file(p);
     if (!text) {
       return text.error().kind == Errc::failed ? input_error(text.error().message) : text.error();
     }
@@ -165,12 +136,14 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
     candidates.push_back(from->dir / (std::string(ref) + ".toml"));
   }
   if (sysroot_ != nullptr) {
-    candidates.push_back(sysroot_->path(std::string(k_user_profile_dir) + "/" + std::string(ref) + ".toml"));
+    for (const std::string_view dir : {k_user_profile_dir, packaged_profile_dir()}) {
+      candidates.push_back(sysroot_->path(std::string(dir) + "/" + std::string(ref) + ".toml"));
+    }
   }
   for (const auto &c : candidates) {
     std::error_code ec;
     if (fs::is_regular_file(c, ec)) {
-      auto text = read_host_file(c);
+      auto text = detail::read_profile_file(c);
       if (!text) {
         return input_error(text.error().message);
       }
@@ -320,6 +293,43 @@ Status check_ascii(std::string_view t, const std::string &display) {
 } // namespace
 
 namespace detail {
+
+// A profile file: a regular file (not a FIFO that never ends, not /dev/zero)
+// of at most k_max_profile_bytes, read whole.
+Result<std::string> read_profile_file(const fs::path &p) {
+  const UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  if (!fd) {
+    return sys_error(p.string() + ": cannot open", errno);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return sys_error(p.string() + ": stat", errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return input_error(p.string() + ": not a regular file");
+  }
+  if (st.st_size > static_cast<off_t>(k_max_profile_bytes)) {
+    return input_error(p.string() + ": " + std::to_string(st.st_size) + " bytes; a profile is at most " +
+                       std::to_string(k_max_profile_bytes));
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return sys_error(p.string() + ": read", errno);
+    }
+    if (n == 0) {
+      break;
+    }
+    got += static_cast<size_t>(n);
+  }
+  text.resize(got);
+  return text;
+}
 
 Result<toml::table> parse_profile_text(const std::string &text, const std::string &display) {
   if (auto st = check_ascii(text, display); !st) {
@@ -575,9 +585,11 @@ std::vector<std::string> ProfileLoader::list() const {
     names.emplace_back(b.name);
   }
   if (sysroot_ != nullptr) {
-    for (const auto &f : sysroot_->list_dir(k_user_profile_dir)) {
-      if (f.ends_with(".toml") && valid_name(f.substr(0, f.size() - 5))) {
-        names.push_back(f.substr(0, f.size() - 5));
+    for (const std::string_view dir : {k_user_profile_dir, packaged_profile_dir()}) {
+      for (const auto &f : sysroot_->list_dir(dir)) {
+        if (f.ends_with(".toml") && valid_name(f.substr(0, f.size() - 5))) {
+          names.push_back(f.substr(0, f.size() - 5));
+        }
       }
     }
   }

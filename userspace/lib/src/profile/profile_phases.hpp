@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,10 @@ struct KnobEntry {
   Knob knob;
   uint32_t line;
 };
+
+// A profile file (or another TOML file of mltune, such as the node
+// configuration): a regular file of at most k_max_profile_bytes, read whole.
+Result<std::string> read_profile_file(const std::filesystem::path &p);
 
 // The TOML document of a profile: ASCII only, parse errors as display:line:column.
 Result<toml::table> parse_profile_text(const std::string &text, const std::string &display);

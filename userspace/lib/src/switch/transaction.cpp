@@ -28,9 +28,10 @@ std::string roll_back(std::span<Step *const> done, const TransactionOptions &opt
   return failed;
 }
 
-std::string names(std::span<Step *const> steps) {
+// The steps' names in the order they were rolled back: newest first.
+std::string names_rolled_back(std::span<Step *const> steps) {
   std::string out;
-  for (const Step *s : steps) {
+  for (const Step *s : std::views::reverse(steps)) {
     out += (out.empty() ? "" : ", ") + std::string(s->name());
   }
   return out;
@@ -44,7 +45,7 @@ Error abort_with(const Error &e, const Step &at, std::string_view phase, std::sp
   if (!failed.empty()) {
     out.message += failed;
   } else if (!done.empty()) {
-    out.message += "; rolled back: " + names(done);
+    out.message += "; rolled back: " + names_rolled_back(done);
   } else {
     out.message += "; nothing was changed";
   }

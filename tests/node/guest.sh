@@ -1,0 +1,204 @@
+#!/bin/sh
+# The node test inside the Debian systemd guest (tests/node/run starts it,
+# with the packages installed by apt before the first boot's command):
+#
+#   sh guest.sh installed   boot 1: the packages are in place, nothing is
+#                           applied yet; record the baseline; configure
+#   sh guest.sh booted      boot 2: what the boot applied, pool users and
+#                           quota, reload, a failing apply, then apt purge
+#                           and the node back on its baseline
+#
+# KTAP through tests/guest/lib.sh; the state between boots is in $STATE.
+set -u
+. /root/node/lib.sh
+STATE=/var/lib/node-test
+HP=/sys/kernel/mltune/hugepool
+FEEDER=2-3,6-7
+
+# ---- what the node looks like -------------------------------------------------
+
+# The knobs of the training profile and their values now.
+knob_values() {
+	while read -r p; do
+		printf '%s\t%s\n' "$p" "$(tr '\n' ' ' <"$p" 2>/dev/null)"
+	done <"$STATE/knobs"
+}
+
+# Everything a configuration changes that can be read back; the NIC
+# settings through a copy of mltunectl, which outlives the purge.
+node_state() {
+	knob_values
+	printf 'irq-default\t%s\n' "$(cat /proc/irq/default_smp_affinity)"
+	printf 'wq-cpumask\t%s\n' "$(cat /sys/devices/virtual/workqueue/cpumask)"
+	printf 'feeder-cgroup\t%s\n' "$(test -d /sys/fs/cgroup/mltune-feeder && echo present || echo absent)"
+	"$STATE/mltunectl" --json nic show
+}
+
+# same_as FILE CMD: CMD prints what FILE holds (else the difference).
+same_as() {
+	_want=$1; shift
+	"$@" | diff "$_want" - >/tmp/same_as.diff && return 0
+	cat /tmp/same_as.diff
+	return 1
+}
+
+journal() { journalctl -b -u "$1" -o cat; }
+
+is() { [ "$(cat "$1")" = "$2" ] || { echo "$1: '$(cat "$1")', expected '$2'"; return 1; }; }
+
+# The boot's start jobs finished (mltune.service among them) and udev has
+# handled its events (the group of /dev/mltune): the checks wait for these
+# events, not for time.
+settled() {
+	systemctl is-system-running --wait >/dev/null
+	udevadm settle
+}
+
+# ---- boot 1 -----------------------------------------------------------------------
+
+pkgs_installed() {
+	[ "$(dpkg-query -W -f '${Status}\n' mltune-dkms mltunectl | sort -u)" = "install ok installed" ]
+}
+dkms_installed() { dkms status mltune -k "$(uname -r)" | grep ': installed'; }
+module_is_dkms() { modinfo -n mltune | grep /updates/dkms/mltune.ko; }
+system_group() { gid=$(getent group mltune | cut -d: -f3) && [ "$gid" -lt 1000 ]; }
+units_enabled() { [ "$(systemctl is-enabled mltune.service mltune-watch.service | sort -u)" = enabled ]; }
+# The package started the units; without a configuration both were skipped.
+nothing_applied() {
+	journal mltune.service | grep "skipped because of an unmet condition check (ConditionPathExists=/etc/mltune/mltune.toml)" &&
+		[ "$(systemctl show -P ConditionResult mltune.service)" = no ] && [ ! -d /sys/module/mltune ] &&
+		[ "$(systemctl is-active mltune-watch.service)" = inactive ]
+}
+add_users() { useradd -m -G mltune trainer && useradd -m outsider; }
+
+installed() {
+	settled
+	t_check "mltune-dkms and mltunectl installed by apt" pkgs_installed
+	t_check "dkms built and installed the module for $(uname -r)" dkms_installed
+	t_check "modinfo finds the DKMS module" module_is_dkms
+	t_check "system group mltune exists" system_group
+	t_check "mltune.service and mltune-watch.service are enabled" units_enabled
+	t_check "without a configuration mltune.service does nothing" nothing_applied
+	t_check "profiles are in /usr/share/mltune/profiles" test -f /usr/share/mltune/profiles/training.toml
+
+	# The baseline: what the node has before mltune ever ran.
+	mkdir -p "$STATE"
+	mltunectl --json profile show training | sed -n 's/^ *"path": "\(.*\)",$/\1/p' >"$STATE/knobs"
+	t_check "the training profile names knobs" test -s "$STATE/knobs"
+	cp /usr/sbin/mltunectl "$STATE/mltunectl"
+	knob_values >"$STATE/knobs-baseline"
+	node_state >"$STATE/baseline"
+	{ dpkg-query -L mltune-dkms mltunectl; echo "/lib/modules/$(uname -r)/updates/dkms/mltune.ko"; } |
+		while read -r f; do if [ -f "$f" ] || [ -L "$f" ]; then echo "$f"; fi; done >"$STATE/files"
+	t_diag "baseline: $(wc -l <"$STATE/baseline") values; $(wc -l <"$STATE/files") files of the packages"
+
+	# The configuration: training, a pool on both nodes with a quota,
+	# feeder cores, the watcher. One member of the group, one stranger.
+	t_check "mltunectl persist writes the configuration" \
+		mltunectl persist --profile training --pool 0:64M --pool 1:64M --user-quota 8M \
+		--feeder "$FEEDER" --watcher on
+	t_check "mltunectl config check accepts it" mltunectl config check
+	t_check "users: trainer in group mltune, outsider not" add_users
+	t_done
+}
+
+# ---- boot 2 -----------------------------------------------------------------------
+
+# Early-boot messages come from the kernel log: by identifier, not by unit.
+loaded_by_modules_load() { journalctl -b -o cat -t systemd-modules-load | grep "Inserted module 'mltune'"; }
+applied_at_boot() {
+	[ "$(systemctl is-active mltune.service)" = active ] && [ "$(systemctl show -P Result mltune.service)" = success ]
+}
+kernel_backend() { journal mltune.service | grep "switched to 'training' (kernel backend"; }
+profile_active() { is /sys/kernel/mltune/profile training && grep "result=ok" /sys/kernel/mltune/last_switch; }
+pool_reserved() { is $HP/node0/reserved 32 && is $HP/node1/reserved 32; }
+feeder_on() { mltunectl --json feeder status | grep '"active": true' && is /sys/kernel/mltune/feeder/cpus $FEEDER; }
+watcher_runs() { [ "$(systemctl is-active mltune-watch.service)" = active ] && pgrep -f "mltunectl watch"; }
+dev_mode() { [ "$(stat -c '%U:%G %a' /dev/mltune)" = "root:mltune 660" ] || stat /dev/mltune; }
+member_maps() { runuser -u trainer -- pool_map 1 3 | tee /dev/stderr | grep "charges it 3 pages"; }
+member_over_quota() { runuser -u trainer -- pool_map 0 5; [ $? = 11 ]; }
+outsider_refused() { runuser -u outsider -- pool_map 0 1; [ $? = 10 ]; }
+nothing_charged() { is $HP/users "" && is $HP/node0/free 32 && is $HP/node1/free 32; }
+reload_applies() {
+	mltunectl persist --pool 0:32M --pool 1:32M && systemctl reload mltune.service &&
+		is $HP/node0/reserved 16 && is $HP/node1/reserved 16 && is /sys/kernel/mltune/profile training
+}
+restart_fails() { ! systemctl restart mltune.service && [ "$(systemctl is-failed mltune.service)" = failed ]; }
+# journald reads the unit's stderr on its own schedule: the line may land
+# after systemctl has returned; wait for it (up to a minute), then show the
+# unit's last lines.
+journal_says_why() {
+	for _ in $(seq 60); do
+		journalctl --sync 2>/dev/null
+		journal mltune.service |
+			grep "error: pool apply: pool: node 1: .*could not supply.*rolled back: feeder, nic, knobs" && return 0
+		sleep 1
+	done
+	journal mltune.service | tail -n 15
+	return 1
+}
+rest_as_before() {
+	[ ! -d /sys/fs/cgroup/mltune-feeder ] && is $HP/node0/reserved 0 && is $HP/node1/reserved 0 &&
+		is /sys/kernel/mltune/profile baseline
+}
+restart_applies() { systemctl restart mltune.service && is /sys/kernel/mltune/profile training && feeder_on; }
+purge() {
+	DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mltunectl mltune-dkms >/tmp/purge.log 2>&1 ||
+		{ cat /tmp/purge.log; return 1; }
+}
+all_gone() { ! pgrep -f "mltunectl watch" && ! systemctl cat mltune.service mltune-watch.service 2>/dev/null; }
+no_file_left() {
+	left=""
+	while read -r f; do if [ -e "$f" ] || [ -L "$f" ]; then left="$left $f"; fi; done <"$STATE/files"
+	for d in /etc/mltune /usr/src/mltune-0.1.0 /var/lib/dkms/mltune /run/mltune /var/lib/mltune; do
+		if [ -e "$d" ]; then left="$left $d"; fi
+	done
+	[ -z "$left" ] || { echo "left:$left"; return 1; }
+}
+
+booted() {
+	settled
+	t_check "systemd-modules-load loaded the module" loaded_by_modules_load
+	t_check "mltune.service applied the configuration at boot" applied_at_boot
+	journal mltune.service | sed 's/^/# mltune.service: /'
+	t_check "it applied after the module was loaded (kernel backend)" kernel_backend
+	t_check "profile training active in the module" profile_active
+	t_check "pool reserved on node 0 and node 1 (32 pages each)" pool_reserved
+	t_check "per-user quota of 4 pages" is $HP/user_quota 4
+	t_check "feeder cores $FEEDER on" feeder_on
+	t_check "mltune-watch.service runs the watcher" watcher_runs
+	t_check "mltunectl verify training exits 0" mltunectl verify training
+
+	t_check "/dev/mltune is root:mltune 0660" dev_mode
+	t_check "a member of mltune maps a pool buffer, charged to it" member_maps
+	t_check "beyond the quota the member gets EDQUOT" member_over_quota
+	t_check "a user outside the group gets EACCES" outsider_refused
+	t_check "nothing stays charged or mapped" nothing_charged
+
+	t_check "systemctl reload mltune applies a new pool size" reload_applies
+
+	# A failing apply: a pool larger than node 1's memory. The knobs, the
+	# NIC settings and the feeder cores are applied before the pool step
+	# fails; all of them go back.
+	cp /etc/mltune/mltune.toml "$STATE/good.toml"
+	sed -i 's/^reserve = .*/reserve = { 0 = "32M", 1 = "1G" }/' /etc/mltune/mltune.toml
+	t_check "an apply that fails fails the unit" restart_fails
+	t_check "the journal says why" journal_says_why
+	t_check "the failed apply left the knobs on their baseline" same_as "$STATE/knobs-baseline" knob_values
+	t_check "... the feeder off, the pool as before the boot, the module on baseline" rest_as_before
+	cp "$STATE/good.toml" /etc/mltune/mltune.toml
+	t_check "with the configuration fixed, restart applies it again" restart_applies
+
+	t_check "apt purge removes both packages" purge
+	t_check "the module is unloaded" test ! -d /sys/module/mltune
+	t_check "the node is back on its baseline" same_as "$STATE/baseline" node_state
+	t_check "the watcher and the units are gone" all_gone
+	t_check "no file of the packages is left" no_file_left
+	t_done
+}
+
+case ${1:-} in
+installed) installed ;;
+booted) booted ;;
+*) echo "usage: guest.sh installed|booted" >&2; exit 2 ;;
+esac

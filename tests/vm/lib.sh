@@ -1,0 +1,60 @@
+# shellcheck shell=bash
+# What every guest of the VM bed shares: the virtual hardware, the kernel
+# command line and the kernel-splat detection. Sourced by tests/vm/run (the
+# busybox guest) and tests/vm/debian (the Debian systemd guest); see
+# tests/vm/README.md.
+
+# vm_hw_args: the machine, one argument per line (read it with mapfile).
+# Two sockets x 2 cores x 2 threads, one NUMA node per socket. The e1000e
+# sits on the root bus; the multi-queue virtio-net NIC and a stand-in
+# display controller (PCI class 0x0300, what topology code sees of a GPU)
+# sit behind a PCIe expander bridge on NUMA node 1. Both NICs use qemu's
+# user-mode network with restrict=on or a tap in an empty network
+# namespace: nothing leaves the VM. The tap (mlt0) is created by
+# vm_netns_exec.
+vm_hw_args() {
+	printf '%s\n' \
+		-accel "tcg,thread=${MLTUNE_VM_TCG_THREAD:-single}" -M q35 -cpu max \
+		-smp 8,sockets=2,cores=2,threads=2 -m 1536 \
+		-object memory-backend-ram,id=m0,size=768M \
+		-object memory-backend-ram,id=m1,size=768M \
+		-numa node,nodeid=0,cpus=0-3,memdev=m0 \
+		-numa node,nodeid=1,cpus=4-7,memdev=m1 \
+		-netdev user,id=n0,restrict=on \
+		-device e1000e,netdev=n0,mac=52:54:00:12:34:01 \
+		-device pxb-pcie,id=pxb1,bus_nr=128,numa_node=1,bus=pcie.0 \
+		-device pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1 \
+		-device pcie-root-port,id=rp2,bus=pxb1,chassis=2,slot=2 \
+		-netdev tap,id=n1,ifname=mlt0,script=no,downscript=no,queues=4,vhost=off \
+		-device virtio-net-pci,netdev=n1,mq=on,vectors=10,bus=rp1,mac=52:54:00:12:34:02 \
+		-device VGA,bus=rp2 \
+		-vga none -display none -no-reboot -nodefaults
+}
+
+# The kernel command line every guest gets (the console and root options
+# are each runner's own).
+# Emulation headroom for the stall detectors: on a loaded host the single
+# TCG thread can be starved while guest time runs on. Real stalls and
+# lockups are still reported (RCU after 60 s, soft lockups after 40 s).
+# no_timer_check: a starved emulator can fail the IO-APIC timer check at
+# boot ("IO-APIC + timer doesn't work!"), as on any virtual machine.
+VM_CMDLINE="ignore_loglevel panic=-1 sysctl.kernel.hung_task_timeout_secs=30 tsc=reliable"
+VM_CMDLINE="$VM_CMDLINE rcupdate.rcu_cpu_stall_timeout=60 watchdog_thresh=20"
+VM_CMDLINE="$VM_CMDLINE net.ifnames=0 mitigations=off no_timer_check"
+
+# Kernel splats anywhere in a guest's kernel log fail the run.
+VM_SPLAT_RE='(^|[^a-zA-Z_])(BUG:|WARNING:|Oops|KFENCE:|general protection fault|list_add corruption|list_del corruption|list corruption|blocked for more than [0-9]+ seconds|soft lockup|hard LOCKUP|self-detected stall|detected stalls? on CPU|rcu_.* stall|Kernel panic|kernel BUG at|UBSAN:|refcount_t:)'
+
+# vm_splats KERNEL_LOG: the offending lines with their line numbers, if any.
+vm_splats() {
+	grep -nE "$VM_SPLAT_RE" "$1" || true
+}
+
+# vm_netns_exec QEMU ARGS...: inside a private network namespace (run it
+# under 'unshare --net'), create the multi-queue tap the virtio-net NIC
+# uses, then become qemu. Reached through 'tests/vm/run --netns-exec'.
+vm_netns_exec() {
+	ip tuntap add dev mlt0 mode tap multi_queue
+	ip link set mlt0 up
+	exec "$@"
+}

@@ -1,0 +1,288 @@
+// Applying and reverting the node configuration (config.hpp): one
+// transaction over the profile's KnobStep and NicStep, the PoolStep and the
+// FeederStep (node_steps.hpp), and a state file that says what to put back.
+#include "mltune/config.hpp"
+
+#include "base/state_file.hpp"
+#include "mltune/node_steps.hpp"
+#include "mltune/pool.hpp"
+#include "mltune/switch.hpp"
+#include "mltune/transaction.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <ranges>
+
+namespace mltune {
+
+namespace {
+
+// What the applies of this boot changed, as revert_config() needs it: which
+// domains to put back, the pool and the NIC settings as the first apply
+// found them.  Lives in /run: a reboot starts from the baseline.
+struct ConfigState {
+  std::string profile;                             // last profile applied ("" = none)
+  bool knobs = false;                              // a profile was applied
+  bool feeder = false;                             // the feeder was turned on
+  std::vector<std::pair<int, std::uint64_t>> pool; // node, pages before the first apply
+  std::optional<std::uint64_t> user_quota;         // quota before the first apply
+  // NIC settings changed, in apply order: each (ifname, key) once, with the
+  // value before the first apply that changed it (NIC settings have no
+  // baseline of their own).
+  std::vector<NicChange> nic;
+};
+
+void to_json(nlohmann::json &j, const ConfigState &s) {
+  nlohmann::json nic = nlohmann::json::array();
+  for (const auto &c : s.nic) {
+    nic.push_back({{"ifname", c.ifname}, {"key", c.key}, {"from", c.from}, {"to", c.to}});
+  }
+  j = {{"profile", s.profile}, {"knobs", s.knobs}, {"feeder", s.feeder}, {"pool", s.pool}, {"nic", nic}};
+  if (s.user_quota) {
+    j["user_quota"] = *s.user_quota;
+  }
+}
+
+void from_json(const nlohmann::json &j, ConfigState &s) {
+  s.profile = j.value("profile", "");
+  s.knobs = j.value("knobs", false);
+  s.feeder = j.value("feeder", false);
+  s.pool = j.value("pool", std::vector<std::pair<int, std::uint64_t>>{});
+  if (j.contains("user_quota")) {
+    s.user_quota = j.at("user_quota").get<std::uint64_t>();
+  }
+  for (const auto &c : j.value("nic", nlohmann::json::array())) {
+    s.nic.push_back({c.at("ifname").get<std::string>(),
+                     c.at("key").get<std::string>(),
+                     c.at("from").get<std::string>(),
+                     c.at("to").get<std::string>(),
+                     {}});
+  }
+}
+
+constexpr StateFile<ConfigState> k_state{k_config_state, 1, false};
+
+// The state after a successful apply: domains add up, the pool keeps the
+// values the first apply of the boot found.
+ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool, const NicStep &nic) {
+  if (cfg.profile) {
+    s.profile = *cfg.profile;
+    s.knobs = true;
+  }
+  s.feeder = s.feeder || (cfg.feeder_cpus && !cfg.feeder_cpus->empty());
+  for (const auto &[node, pages] : pool.before()) {
+    if (std::none_of(s.pool.begin(), s.pool.end(), [&](const auto &p) { return p.first == node; })) {
+      s.pool.emplace_back(node, pages);
+    }
+  }
+  if (cfg.user_quota && !s.user_quota) {
+    s.user_quota = pool.quota_before();
+  }
+  if (nic.applied()) {
+    for (const auto &c : nic.applied()->applied) {
+      const auto it = std::find_if(s.nic.begin(), s.nic.end(),
+                                   [&](const NicChange &o) { return o.ifname == c.ifname && o.key == c.key; });
+      if (it == s.nic.end()) {
+        s.nic.push_back(c);
+      } else {
+        it->to = c.to;
+      }
+    }
+  }
+  return s;
+}
+
+// The NIC settings back to their values before the first apply: the
+// inverse changes, newest first, as one NIC transaction.
+Status revert_nic(const Sysroot &root, const std::vector<NicChange> &changed) {
+  NicPlan back;
+  for (const auto &c : std::views::reverse(changed)) {
+    if (c.from != c.to) {
+      back.changes.push_back({c.ifname, c.key, c.to, c.from, "baseline"});
+    }
+  }
+  if (back.changes.empty()) {
+    return {};
+  }
+  auto feeders = nic_feeder_cpus(root);
+  if (!feeders) {
+    return feeders.error();
+  }
+  auto be = make_live_nic_backend(root, *feeders);
+  if (!be) {
+    return be.error();
+  }
+  auto rep = nic_commit(back, **be, NicOptions{});
+  return rep ? Status{} : Status(rep.error());
+}
+
+std::string knob_line(const KnobStep &knobs) {
+  const SwitchReport &r = knobs.report();
+  std::string s = "knobs: switched to '" + r.profile + "' (" + std::string(to_string(r.backend)) + " backend, " +
+                  std::to_string(r.written.size()) + " knobs written";
+  s += r.skipped.empty() ? ")" : ", " + std::to_string(r.skipped.size()) + " optional skipped)";
+  return s;
+}
+
+std::string nic_line(const NicStep &nic) {
+  if (!nic.applied() || nic.applied()->applied.empty()) {
+    return "nic: nothing to change";
+  }
+  std::vector<std::string> devs;
+  for (const auto &c : nic.applied()->applied) {
+    if (!c.ifname.empty() && std::find(devs.begin(), devs.end(), c.ifname) == devs.end()) {
+      devs.push_back(c.ifname);
+    }
+  }
+  std::string names;
+  for (const auto &d : devs) {
+    names += (names.empty() ? "" : ", ") + d;
+  }
+  return "nic: " + std::to_string(nic.applied()->applied.size()) + " settings changed (" + names + ")";
+}
+
+} // namespace
+
+Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, const ConfigApplyOptions &opt) {
+  // Every failure: the transaction has put back what it applied; a start
+  // also puts back what the earlier applies of this boot did.
+  auto failed = [&](Error e) -> Error {
+    if (opt.baseline_on_failure && !opt.dry_run) {
+      auto back = revert_config(root);
+      e.message += back ? "; the node is back on its baseline"
+                        : "; putting the node back on its baseline failed: " + back.error().message;
+    }
+    return e;
+  };
+  std::optional<Profile> profile;
+  if (cfg.profile) {
+    auto p = ProfileLoader(&root).load(*cfg.profile);
+    if (!p) {
+      return failed(with_context(p.error(), cfg.source + ": profile '" + *cfg.profile + "'"));
+    }
+    profile = std::move(*p);
+  }
+  const Profile none;
+  const Profile &prof = profile ? *profile : none;
+  KnobStep knobs(prof, root, choose_backend(root, Backend::automatic));
+  NicStep nic(prof, root);
+  PoolStep pool(root, cfg.pool, cfg.user_quota);
+  FeederStep feeder(root, cfg.feeder_cpus.value_or(""), cfg.feeder_mechanism);
+  std::vector<Step *> steps;
+  if (profile) {
+    steps.push_back(&knobs);
+    steps.push_back(&nic);
+  }
+  // The pool last: a reservation can fail only when it is made (the
+  // kernel runs out of 2 MiB pages), and then every step before goes back.
+  if (cfg.feeder_cpus) {
+    steps.push_back(&feeder);
+  }
+  if (!cfg.pool.empty() || cfg.user_quota) {
+    steps.push_back(&pool);
+  }
+  TransactionOptions t;
+  t.dry_run = opt.dry_run;
+  t.progress = opt.progress;
+  auto done = run_transaction(steps, t);
+  if (!done) {
+    return failed(done.error());
+  }
+  ConfigReport rep;
+  rep.applied = done->applied;
+  if (opt.dry_run) {
+    for (const Step *s : steps) {
+      rep.lines.push_back(std::string(s->name()) + ": planned");
+    }
+    return rep;
+  }
+  for (const Step *s : steps) {
+    if (s == &knobs) {
+      rep.lines.push_back(knob_line(knobs));
+    } else if (s == &nic) {
+      rep.lines.push_back(nic_line(nic));
+    } else if (s == &pool) {
+      rep.lines.push_back(pool.summary());
+    } else if (s == &feeder) {
+      rep.lines.push_back(feeder.summary());
+    }
+  }
+  auto old = k_state.load(root);
+  const ConfigState state = merged(old && *old ? **old : ConfigState{}, cfg, pool, nic);
+  if (auto st = k_state.save(root, state); !st) {
+    return with_context(st.error(), "the configuration was applied, but recording it for 'config revert' failed");
+  }
+  return rep;
+}
+
+Result<ConfigReport> revert_config(const Sysroot &root) {
+  auto loaded = k_state.load(root);
+  if (!loaded) {
+    return loaded.error();
+  }
+  ConfigReport rep;
+  if (!*loaded) {
+    rep.lines.emplace_back("nothing to put back: no configuration was applied since boot");
+    return rep;
+  }
+  const ConfigState &s = **loaded;
+  std::vector<std::string> failed;
+  // The reverse of the apply order: pool, feeder, NIC settings, knobs.
+  if ((!s.pool.empty() || s.user_quota) && !root.is_dir(k_kmod_dir)) {
+    rep.restored.emplace_back("pool: the module is not loaded (unloading freed the pool)");
+  } else {
+    for (const auto &[node, pages] : s.pool) {
+      if (auto r = pool_reserve(root, node, pages); !r) {
+        failed.push_back("pool node" + std::to_string(node) + ": " + r.error().message);
+      } else {
+        rep.restored.push_back("pool: node" + std::to_string(node) + " " + std::to_string(pages) + " pages");
+      }
+    }
+    if (s.user_quota) {
+      if (auto st = pool_set_user_quota(root, *s.user_quota); !st) {
+        failed.push_back("pool user_quota: " + st.error().message);
+      } else {
+        rep.restored.push_back("pool: user quota " + std::to_string(*s.user_quota) + " pages");
+      }
+    }
+  }
+  if (s.feeder) {
+    if (auto st = feeder_off(root); !st) {
+      failed.push_back("feeder off: " + st.error().message);
+    } else {
+      rep.restored.emplace_back("feeder: off");
+    }
+  }
+  if (!s.nic.empty()) {
+    if (auto st = revert_nic(root, s.nic); !st) {
+      failed.push_back("nic: " + st.error().message);
+    } else {
+      rep.restored.push_back("nic: " + std::to_string(s.nic.size()) + " settings as before");
+    }
+  }
+  if (s.knobs) {
+    const Backend b = choose_backend(root, Backend::automatic);
+    auto r = b == Backend::kernel ? restore_baseline_kernel(root) : restore_baseline_direct(root);
+    if (!r) {
+      failed.push_back("knobs: " + r.error().message);
+    } else {
+      rep.restored.push_back("knobs: baseline (" + std::string(to_string(r->backend)) + " backend, " +
+                             std::to_string(r->written.size()) + " knobs written)");
+    }
+  }
+  if (!failed.empty()) {
+    std::string msg = "putting the node back on its baseline failed for " + std::to_string(failed.size()) + " part(s):";
+    for (const auto &f : failed) {
+      msg += " [" + f + "]";
+    }
+    return failure(msg);
+  }
+  if (auto st = k_state.remove(root); !st) {
+    return st.error();
+  }
+  rep.lines = rep.restored;
+  return rep;
+}
+
+} // namespace mltune

@@ -1,0 +1,219 @@
+// The node configuration: parsing and writing /etc/mltune/mltune.toml
+// (config.hpp).  apply.cpp applies it.
+#include "mltune/config.hpp"
+
+#include "mltune/cpulist.hpp"
+#include "mltune/parse.hpp"
+#include "mltune/pool.hpp"
+#include "mltune/profile.hpp"
+#include "profile/profile_phases.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+
+namespace mltune {
+
+namespace {
+
+std::string at(const std::string &display, const toml::source_region &r) {
+  return display + ":" + std::to_string(r.begin.line);
+}
+
+// A size as the pool's sysfs files take it: a string ("512M", "256") or an
+// integer count of 2 MiB pages.
+Result<std::uint64_t> pool_pages(const toml::node &v, const std::string &where, std::string_view what) {
+  if (const auto *i = v.as_integer()) {
+    if (i->get() < 0) {
+      return input_error(where + ": " + std::string(what) + ": a page count cannot be negative");
+    }
+    return static_cast<std::uint64_t>(i->get());
+  }
+  if (const auto *s = v.as_string()) {
+    auto p = parse_pool_size(s->get());
+    if (!p) {
+      return input_error(where + ": " + std::string(what) + ": " + p.error().message);
+    }
+    return *p;
+  }
+  return input_error(where + ": " + std::string(what) +
+                     R"(: expected a size string ("512M", "1G") or a count of 2 MiB pages)");
+}
+
+// "2-3,6-7", "feeder", "feeder:N", or "" (feeder off).
+Status check_feeder_cpus(std::string_view spec, const std::string &where) {
+  if (spec.empty() || spec == "feeder") {
+    return {};
+  }
+  if (spec.starts_with("feeder:")) {
+    if (!parse_int<unsigned>(spec.substr(7))) {
+      return input_error(where + ": feeder cpus '" + std::string(spec) + "': expected feeder:GPU_INDEX");
+    }
+    return {};
+  }
+  if (auto c = parse_cpuset(spec, "feeder cpus"); !c) {
+    return input_error(where + ": " + c.error().message +
+                       R"( (expected a cpulist such as "2-3,6-7", "feeder" or "feeder:N"))");
+  }
+  return {};
+}
+
+Status parse_pool(const toml::table &t, const std::string &display, NodeConfig &cfg) {
+  for (const auto &[k, v] : t) {
+    const std::string w = at(display, k.source());
+    if (k == "reserve") {
+      const auto *nodes = v.as_table();
+      if (nodes == nullptr) {
+        return input_error(w + R"(: pool.reserve must be a table of NUMA node = size, e.g. { 0 = "512M" })");
+      }
+      for (const auto &[nk, nv] : *nodes) {
+        const std::string nw = at(display, nk.source());
+        const auto node = parse_int<int>(nk.str());
+        if (!node || *node < 0 || *node > 1023) {
+          return input_error(nw + ": pool.reserve: '" + std::string(nk.str()) + "' is not a NUMA node number");
+        }
+        auto pages = pool_pages(nv, nw, "pool.reserve." + std::string(nk.str()));
+        if (!pages) {
+          return pages.error();
+        }
+        cfg.pool.emplace_back(*node, *pages);
+      }
+    } else if (k == "user_quota") {
+      auto pages = pool_pages(v, w, "pool.user_quota");
+      if (!pages) {
+        return pages.error();
+      }
+      cfg.user_quota = *pages;
+    } else {
+      return input_error(w + ": unknown key 'pool." + std::string(k.str()) + "' (expected reserve, user_quota)");
+    }
+  }
+  std::sort(cfg.pool.begin(), cfg.pool.end());
+  return {};
+}
+
+Status parse_feeder(const toml::table &t, const std::string &display, NodeConfig &cfg) {
+  for (const auto &[k, v] : t) {
+    const std::string w = at(display, k.source());
+    const auto *s = v.as_string();
+    if (k == "cpus") {
+      if (s == nullptr) {
+        return input_error(w + R"(: feeder.cpus must be a string: a cpulist, "feeder", "feeder:N" or "" (off))");
+      }
+      if (auto st = check_feeder_cpus(s->get(), w); !st) {
+        return st;
+      }
+      cfg.feeder_cpus = s->get();
+    } else if (k == "mechanism") {
+      if (s == nullptr || (s->get() != "auto" && s->get() != "sched_ext" && s->get() != "cpuset")) {
+        return input_error(w + R"(: feeder.mechanism must be "auto", "sched_ext" or "cpuset")");
+      }
+      cfg.feeder_mechanism = s->get();
+    } else {
+      return input_error(w + ": unknown key 'feeder." + std::string(k.str()) + "' (expected cpus, mechanism)");
+    }
+  }
+  return {};
+}
+
+std::string size_text(std::uint64_t pages) {
+  return pages == 0 ? "0" : std::to_string(pages * (k_pool_page_size >> 20)) + "M";
+}
+
+std::string toml_string(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+} // namespace
+
+Result<NodeConfig> parse_config(std::string_view text, const std::string &display) {
+  auto doc = detail::parse_profile_text(std::string(text), display);
+  if (!doc) {
+    return doc.error();
+  }
+  NodeConfig cfg;
+  cfg.source = display;
+  for (const auto &[k, v] : *doc) {
+    const std::string w = at(display, k.source());
+    if (k == "profile") {
+      const auto *s = v.as_string();
+      if (s == nullptr || s->get().empty()) {
+        return input_error(w + R"(: profile must name a profile (a name such as "training", or a .toml file))");
+      }
+      cfg.profile = s->get();
+    } else if (k == "watcher") {
+      if (!v.is_boolean()) {
+        return input_error(w + ": watcher must be true or false");
+      }
+      cfg.watcher = *v.value<bool>();
+    } else if (k == "pool" || k == "feeder") {
+      const auto *t = v.as_table();
+      if (t == nullptr) {
+        return input_error(w + ": [" + std::string(k.str()) + "] must be a table");
+      }
+      if (auto st = k == "pool" ? parse_pool(*t, display, cfg) : parse_feeder(*t, display, cfg); !st) {
+        return st.error();
+      }
+    } else {
+      return input_error(w + ": unknown key '" + std::string(k.str()) +
+                         "' (expected profile, watcher, [pool], [feeder])");
+    }
+  }
+  return cfg;
+}
+
+Result<NodeConfig> load_config(const Sysroot &root, std::string_view path) {
+  const std::filesystem::path file = root.path(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    return input_error(std::string(path) + ": no such file (write it with 'mltunectl persist' or by hand; "
+                                           "Documentation/admin-guide.rst)");
+  }
+  auto text = detail::read_profile_file(file);
+  if (!text) {
+    return text.error().kind == Errc::input ? text.error() : input_error(text.error().message);
+  }
+  return parse_config(*text, std::string(path));
+}
+
+std::string render_config(const NodeConfig &cfg) {
+  std::string s = std::string(k_config_marker) +
+                  ": 'mltunectl persist' rewrites this file.\n"
+                  "# The node configuration mltune.service applies at every boot; 'systemctl reload mltune'\n"
+                  "# applies a change now. Reference: Documentation/admin-guide.rst, mltunectl(8).\n";
+  if (cfg.profile) {
+    s += "\n# The profile applied at boot.\nprofile = " + toml_string(*cfg.profile) + "\n";
+  }
+  s += "\n# mltune-watch.service runs the thread scheduling watcher.\nwatcher = " +
+       std::string(cfg.watcher ? "true" : "false") + "\n";
+  if (!cfg.pool.empty() || cfg.user_quota) {
+    s += "\n[pool]\n";
+    if (!cfg.pool.empty()) {
+      s += "# Huge-page pool reserved per NUMA node (2 MiB pages; sizes with K/M/G).\nreserve = {";
+      for (size_t i = 0; i < cfg.pool.size(); ++i) {
+        s += std::string(i == 0 ? " " : ", ") + std::to_string(cfg.pool[i].first) + " = " +
+             toml_string(size_text(cfg.pool[i].second));
+      }
+      s += " }\n";
+    }
+    if (cfg.user_quota) {
+      s += "# Pool memory one user may have mapped at a time (\"0\": no limit).\nuser_quota = " +
+           toml_string(size_text(*cfg.user_quota)) + "\n";
+    }
+  }
+  if (cfg.feeder_cpus) {
+    s += "\n[feeder]\n# GPU-feeder cores: a cpulist, \"feeder\" or \"feeder:N\" (the CPU plan), \"\" for off.\n"
+         "cpus = " +
+         toml_string(*cfg.feeder_cpus) + "\nmechanism = " + toml_string(cfg.feeder_mechanism) + "\n";
+  }
+  return s;
+}
+
+} // namespace mltune

@@ -1,0 +1,96 @@
+// FeederStep: the feeder cores of the node configuration as a transaction
+// step (node_steps.hpp).
+#include "mltune/node_steps.hpp"
+
+namespace mltune {
+
+namespace {
+
+Status in_context(const Status &st, std::string_view what) {
+  return st ? st : Status(with_context(st.error(), what));
+}
+
+} // namespace
+
+FeederStep::FeederStep(const Sysroot &root, std::string cpus, std::string mechanism, FeederOs *os)
+    : root_(root), spec_(std::move(cpus)), mechanism_(std::move(mechanism)), os_(os) {}
+
+FeederOs &FeederStep::os() {
+  if (os_ == nullptr) {
+    live_os_ = make_live_feeder_os(root_);
+    os_ = live_os_.get();
+  }
+  return *os_;
+}
+
+Status FeederStep::plan() {
+  auto st = feeder_status(root_);
+  if (!st) {
+    return with_context(st.error(), "feeder");
+  }
+  before_ = st->state;
+  if (spec_.empty()) {
+    return {};
+  }
+  auto c = resolve_feeder_cpus(root_, spec_);
+  if (!c) {
+    return with_context(c.error(), "feeder: cpus '" + spec_ + "'");
+  }
+  cpus_ = c->first;
+  auto hk = feeder_housekeeping(root_, cpus_, c->second);
+  if (!hk) {
+    return with_context(hk.error(), "feeder");
+  }
+  housekeeping_ = *hk;
+  if (auto ch = choose_mechanism(root_, read_boot_isolation(root_), mechanism_); !ch) {
+    return with_context(ch.error(), "feeder");
+  }
+  return {};
+}
+
+Status FeederStep::apply() {
+  if (spec_.empty()) {
+    after_ = FeederState{};
+    return in_context(feeder_off(root_, os()), "feeder off");
+  }
+  auto s = feeder_on(root_, os(), cpus_, housekeeping_, mechanism_);
+  if (!s) {
+    return with_context(s.error(), "feeder on " + cpus_.str());
+  }
+  after_ = *s;
+  return {};
+}
+
+Status FeederStep::verify() {
+  auto st = feeder_status(root_);
+  if (!st) {
+    return with_context(st.error(), "feeder");
+  }
+  if (spec_.empty() ? st->state.active : !(st->state.active && st->state.cpus == cpus_)) {
+    return failure("feeder: state is " + std::string(st->state.active ? "on " + st->state.cpus.str() : "off") +
+                   ", not " + (spec_.empty() ? std::string("off") : "on " + cpus_.str()));
+  }
+  return {};
+}
+
+Status FeederStep::rollback() {
+  if (!before_.active) {
+    return in_context(feeder_off(root_, os()), "feeder: rollback");
+  }
+  auto s = feeder_on(root_, os(), before_.cpus, before_.housekeeping, before_.mechanism);
+  return s ? Status{} : with_context(s.error(), "feeder: rollback to " + before_.cpus.str());
+}
+
+Status FeederStep::baseline() {
+  return in_context(feeder_off(root_, os()), "feeder off");
+}
+
+std::string FeederStep::summary() const {
+  if (spec_.empty()) {
+    return "feeder: off";
+  }
+  return "feeder: on, CPUs " + after_.cpus.str() + " with " + after_.mechanism + ", housekeeping " +
+         after_.housekeeping.str();
+}
+
+} // namespace mltune
