@@ -45,8 +45,8 @@ constexpr Subcommand k_subcommands[] = {
     {"diff", register_verify},     {"switch", register_switch},     {"persist", register_persist},
     {"nic", register_nic},         {"topology", register_topology}, {"plan", register_plan},
     {"boot", register_boot},       {"sched", register_sched},       {"feeder", register_feeder},
-    {"pool", register_pool},       {"config", register_config},
-    {"exec", register_exec},       {"noise", register_noise},       {"drift", register_drift},
+    {"pool", register_pool},       {"config", register_config},     {"exec", register_exec},
+    {"noise", register_noise},     {"drift", register_drift},
 };
 
 // Registering every subcommand's options costs more than the work of a

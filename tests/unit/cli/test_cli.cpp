@@ -58,7 +58,7 @@ TEST_F(Cli, HelpForEveryCommand) {
                                                                 {"config", "--help"},
                                                                 {"config", "apply", "--help"},
                                                                 {"pool", "quota", "--help"},
-{"exec", "--help"}}) {
+                                                                {"exec", "--help"}}) {
     const auto r = run(args);
     EXPECT_EQ(r.rc, 0) << args[0];
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args[0];
