@@ -227,10 +227,11 @@ bool set_affinity(int pid, const CpuSet &s) {
   return ::sched_setaffinity(pid, CpuSet::Native::size(), set.get()) == 0;
 }
 
-// Where a kthread whose affinity was `aff` belongs while s.cpus are feeder
-// CPUs: off them when it may run elsewhere; a single feeder CPU is someone's
-// choice and left to the kernel (empty result).
-CpuSet kthread_target(const CpuSet &aff, const FeederState &s) {
+// Where a thread (a kthread, or a user thread feeder moves or keeps) whose
+// affinity was `aff` belongs while s.cpus are feeder CPUs: off them when it
+// may run elsewhere; a single feeder CPU is someone's choice and left to the
+// kernel (empty result).
+CpuSet thread_target(const CpuSet &aff, const FeederState &s) {
   if (!aff.intersects(s.cpus)) {
     return aff;
   }
@@ -261,7 +262,7 @@ void move_kthreads(FeederOs &os, FeederState &s) {
     }
     if (aff.count() <= 1 || !aff.intersects(s.cpus)) {
       s.kthreads_kept.emplace_back(t.pid, aff.str());
-    } else if (os.set_affinity(t.pid, kthread_target(aff, s))) {
+    } else if (os.set_affinity(t.pid, thread_target(aff, s))) {
       s.kthreads.emplace_back(t.pid, aff.str());
     }
   }
@@ -273,7 +274,7 @@ void reassert_kthreads(FeederOs &os, const FeederState &s) {
   for (const auto *list : {&s.kthreads, &s.kthreads_kept}) {
     for (const auto &[pid, aff] : *list) {
       if (auto c = parse_cpuset(aff)) {
-        set_if_differs(os, pid, kthread_target(*c, s));
+        set_if_differs(os, pid, thread_target(*c, s));
       }
     }
   }
@@ -334,7 +335,7 @@ int contain(FeederOs &os, FeederState &s, const std::vector<FeederIntruder> &thr
     if (!os.get_affinity(t.tid, aff) || !aff.intersects(s.cpus) || aff.count() <= 1) {
       continue; // gone, already off, or confined to one CPU by its owner
     }
-    const CpuSet to = kthread_target(aff, s);
+    const CpuSet to = thread_target(aff, s);
     if (!os.set_affinity(t.tid, to)) {
       continue;
     }
@@ -353,7 +354,7 @@ void keep_threads(FeederOs &os, FeederState &s) {
     if (recorded(s, t.tid) || !os.get_affinity(t.tid, aff) || !online.contains(aff) || aff == online) {
       continue; // gone, or not narrowed by its owner
     }
-    s.threads.push_back({t.tid, aff.str(), kthread_target(aff, s).str()});
+    s.threads.push_back({t.tid, aff.str(), thread_target(aff, s).str()});
   }
 }
 
