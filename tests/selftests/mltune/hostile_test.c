@@ -27,132 +27,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile_util.h"
-#include "../kselftest_harness.h"
+#include "snapshot.h"
 
 #define WRITES		20000
-#define MAX_FILES	256
-#define MAX_READ	(64 * 1024)
 #define SCRATCH		"hostile"
 #define SCRATCH_DIR	MLTUNE_SYSFS "/profiles/" SCRATCH
 /* Pool pages a generated reservation may ask for (a 768 MiB guest node). */
 #define MAX_RESERVE	2
-
-/* ---- the tree's readable files, and a snapshot of them ----------------- */
-
-struct file {
-	char path[256];
-	int fd;		/* kept open: a refused write costs one pread per file */
-	char *data;
-	ssize_t len;	/* -errno when the read failed */
-};
-
-struct snap {
-	struct file f[MAX_FILES];
-	int nr;
-};
-
-/* The whole file through @fd, read afresh from offset 0 (sysfs shows anew). */
-static ssize_t read_fd(int fd, char *buf, size_t cap)
-{
-	ssize_t n, len = 0;
-
-	if (fd < 0)
-		return -EBADF;
-	while ((size_t)len < cap && (n = pread(fd, buf + len, cap - len, len)) > 0)
-		len += n;
-	return n < 0 ? -errno : len;
-}
-
-static void walk(struct snap *s, const char *dir)
-{
-	struct dirent *e;
-	DIR *d = opendir(dir);
-	struct stat st;
-	char p[512];
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >=
-		    (int)sizeof(s->f[0].path) || lstat(p, &st))
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			walk(s, p);
-		} else if (S_ISREG(st.st_mode) && (st.st_mode & 0444) &&
-			   s->nr < MAX_FILES) {
-			memcpy(s->f[s->nr].path, p, strlen(p) + 1);
-			s->f[s->nr].data = NULL;
-			s->nr++;
-		}
-	}
-	closedir(d);
-}
-
-static void snap_free(struct snap *s)
-{
-	for (int i = 0; i < s->nr; i++) {
-		free(s->f[i].data);
-		if (s->f[i].fd >= 0)
-			close(s->f[i].fd);
-	}
-	s->nr = 0;
-}
-
-/* Knob files the generated knob lists name: a switch must leave them exact. */
-static const char *const knob_files[] = {
-	"/proc/sys/vm/swappiness",
-	"/sys/kernel/mm/transparent_hugepage/defrag",
-	"/sys/class/net/lo/mtu",
-};
-
-static void add_knob_files(struct snap *s)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(knob_files); i++) {
-		if (s->nr >= MAX_FILES || access(knob_files[i], R_OK))
-			continue;
-		snprintf(s->f[s->nr].path, sizeof(s->f[0].path), "%s", knob_files[i]);
-		s->f[s->nr++].data = NULL;
-	}
-}
-
-/*
- * A switch that ran and was rolled back is refused with the failing knob's
- * errno, yet it counts in generation and last_switch (the ABI): those two
- * may change then, nothing else.
- */
-static bool switch_record(const char *path)
-{
-	return !strcmp(path, MLTUNE_SYSFS "/generation") ||
-	       !strcmp(path, MLTUNE_SYSFS "/last_switch");
-}
-
-/* Read @f afresh into its saved contents. */
-static void file_load(struct file *f)
-{
-	static char buf[MAX_READ];
-
-	free(f->data);
-	f->len = f->fd < 0 ? -EBADF : read_fd(f->fd, buf, sizeof(buf));
-	f->data = malloc(f->len > 0 ? f->len : 1);
-	if (f->len > 0)
-		memcpy(f->data, buf, f->len);
-}
-
-static void snap_take(struct snap *s)
-{
-	snap_free(s);
-	walk(s, MLTUNE_SYSFS);
-	add_knob_files(s);
-	for (int i = 0; i < s->nr; i++) {
-		struct file *f = &s->f[i];
-
-		f->fd = open(f->path, O_RDONLY);
-		file_load(f);
-	}
-}
 
 /* Read generation and last_switch into @s again (a switch ran). */
 static void snap_refresh_switch(struct snap *s)
@@ -160,60 +41,6 @@ static void snap_refresh_switch(struct snap *s)
 	for (int i = 0; i < s->nr; i++)
 		if (switch_record(s->f[i].path))
 			file_load(&s->f[i]);
-}
-
-/* Whether the tree still has exactly the files of @s. */
-static bool same_files(const struct snap *s)
-{
-	static struct snap now;
-
-	now.nr = 0;
-	walk(&now, MLTUNE_SYSFS);
-	add_knob_files(&now);
-	if (now.nr != s->nr)
-		return false;
-	for (int i = 0; i < s->nr; i++)
-		if (strcmp(now.f[i].path, s->f[i].path))
-			return false;
-	return true;
-}
-
-/*
- * The first file that differs from @s, else NULL; with @set, also whether
- * files came or went (only a control write can do that); with @switched,
- * generation and last_switch are not compared.
- */
-static const char *snap_changed_ex(const struct snap *s, bool set, bool switched)
-{
-	static char buf[MAX_READ];
-
-	if (set && !same_files(s))
-		return "the set of files";
-	for (int i = 0; i < s->nr; i++) {
-		const struct file *f = &s->f[i];
-		ssize_t n;
-
-		if (switched && switch_record(f->path))
-			continue;
-		n = read_fd(f->fd, buf, sizeof(buf));
-		if (n != f->len || (n > 0 && memcmp(buf, f->data, n)))
-			return f->path;
-	}
-	return NULL;
-}
-
-static const char *snap_changed(const struct snap *s)
-{
-	return snap_changed_ex(s, true, false);
-}
-
-static void expect_unchanged(struct __test_metadata *_metadata, const struct snap *s)
-{
-	const char *changed = snap_changed(s);
-
-	if (changed)
-		ksft_print_msg("%s changed\n", changed);
-	EXPECT_EQ(NULL, changed);
 }
 
 /* ---- generated input ------------------------------------------------------ */
