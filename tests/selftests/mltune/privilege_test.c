@@ -101,18 +101,6 @@ static int try_all(enum writer w)
 	return bad;
 }
 
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -EIO;
-}
-
 /* The parent maps the child's new namespace: uid and gid 0 -> @host. */
 static int map_userns(pid_t pid, unsigned int host)
 {
@@ -120,13 +108,13 @@ static int map_userns(pid_t pid, unsigned int host)
 
 	snprintf(map, sizeof(map), "0 %u 1\n", host);
 	snprintf(path, sizeof(path), "/proc/%d/setgroups", pid);
-	if (write_str(path, "deny"))
+	if (mltune_write_file(path, "deny"))
 		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", pid);
-	if (write_str(path, map))
+	if (mltune_write_file(path, map))
 		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", pid);
-	return write_str(path, map);
+	return mltune_write_file(path, map);
 }
 
 /* Runs try_all() as @w in a child; its result (-1: could not become @w). */
