@@ -224,23 +224,31 @@ static inline double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* The /proc/meminfo line @field ("Slab", "VmallocUsed") in kB; -1 on error. */
+static inline long meminfo_kb(const char *field)
+{
+	char *mi = slurp("/proc/meminfo"), key[64];
+	char *s;
+	long kb = -1;
+
+	snprintf(key, sizeof(key), "\n%s:", field);
+	s = mi ? strstr(mi, key) : NULL;
+	if (s)
+		kb = strtol(s + strlen(key), NULL, 10);
+	free(mi);
+	return kb;
+}
+
 /* Slab in /proc/meminfo in kB after dropping caches; -1 on error. */
 static inline long slab_kb(void)
 {
-	char *mi, *s;
-	long kb = -1;
 	int i;
 
 	for (i = 0; i < 2; i++) {
 		sync();
 		mltune_write_file("/proc/sys/vm/drop_caches", "3");
 	}
-	mi = slurp("/proc/meminfo");
-	s = mi ? strstr(mi, "\nSlab:") : NULL;
-	if (s)
-		kb = strtol(s + 6, NULL, 10);
-	free(mi);
-	return kb;
+	return meminfo_kb("Slab");
 }
 
 #endif /* MLTUNE_PROFILE_UTIL_H */
