@@ -8,9 +8,14 @@
  * random bytes, embedded NUL, over-long strings, out-of-range numbers,
  * writes at odd offsets. After every refused write every readable file of
  * the tree must read as before it; an accepted write takes a new snapshot.
- * Then 1000 profiles and a 10000-knob list. Counts of tries, acceptances
- * and refusals (by errno) are printed; the VM bed fails the run on any
- * kernel splat.
+ * Then 1000 profiles, a 10000-knob list, and generated misuse of
+ * /dev/mltune: mmap with every mix of length, protection, flags and offset
+ * (bad nodes, stray offset bits, MAP_PRIVATE, PROT_EXEC), then mprotect,
+ * mremap and fork on what was mapped, use after close, and ioctls with
+ * foreign and malformed numbers and bad pointers; after every call the
+ * pool's counters are those the call allows, and after every mapping is
+ * gone the pool is whole. Counts of tries, acceptances and refusals (by
+ * errno) are printed; the VM bed fails the run on any kernel splat.
  *
  * MLTUNE_HOSTILE_WRITES overrides the number of mutated writes (20000:
  * about a minute in an idle TCG guest, 100000 take five);
@@ -23,13 +28,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <linux/mltune.h>
 #include <unistd.h>
 
 #include "snapshot.h"
 
 #define WRITES		20000
+#define DEV_CALLS	10000
+#define HP		MLTUNE_HUGEPOOL_PAGE_SIZE
+#define DEV_PAGES	4	/* node 0's pool during the /dev/mltune test */
 #define SCRATCH		"hostile"
 #define SCRATCH_DIR	MLTUNE_SYSFS "/profiles/" SCRATCH
 /* Pool pages a generated reservation may ask for (a 768 MiB guest node). */
@@ -53,6 +65,17 @@ static unsigned int rnd(void)
 	rng ^= rng >> 7;
 	rng ^= rng << 17;
 	return (unsigned int)(rng >> 11);
+}
+
+/* The generator's seed: $MLTUNE_HOSTILE_SEED, else the time; printed. */
+static void seed_rng(void)
+{
+	const char *env = getenv("MLTUNE_HOSTILE_SEED");
+
+	rng = env ? strtoull(env, NULL, 0) : (unsigned long long)time(NULL);
+	if (!rng)
+		rng = 1;
+	ksft_print_msg("seed %llu (MLTUNE_HOSTILE_SEED replays it)\n", rng);
 }
 
 enum kind { K_NAME, K_CONTROL, K_KNOBS, K_STATE, K_CPUS, K_PAGES, NKIND };
@@ -301,12 +324,8 @@ TEST_F_TIMEOUT(hostile, generated_writes, 1200)
 	double t0 = now_s();
 	int e;
 
-	env = getenv("MLTUNE_HOSTILE_SEED");
-	rng = env ? strtoull(env, NULL, 0) : (unsigned long long)time(NULL);
-	if (!rng)
-		rng = 1;
-	ksft_print_msg("seed %llu (MLTUNE_HOSTILE_SEED replays it), %ld writes\n",
-		       rng, writes);
+	seed_rng();
+	ksft_print_msg("%ld writes\n", writes);
 	snap_take(&self->s);
 	for (i = 0; i < writes; i++) {
 		struct target *t = &self->t[rnd() % self->nt];
@@ -418,6 +437,209 @@ TEST_F(hostile, ten_thousand_knobs)
 		EXPECT_TRUE(!ret || errno_allowed(-ret));
 	}
 	free(list);
+}
+
+/* ---- /dev/mltune misuse -------------------------------------------------- */
+
+static long pool_count(const char *what)
+{
+	char path[128], buf[32];
+
+	snprintf(path, sizeof(path), MLTUNE_SYSFS "/hugepool/node0/%s", what);
+	if (mltune_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+static const size_t dev_lens[] = {
+	0, 1, 4096, HP - 4096, HP, HP + 4096, 2 * HP, DEV_PAGES * HP,
+	(DEV_PAGES + 1) * HP, 1ULL << 40,
+};
+
+static const int dev_prots[] = {
+	PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE, PROT_EXEC,
+	PROT_READ | PROT_WRITE | PROT_EXEC, PROT_WRITE,
+};
+
+static const int dev_flags[] = {
+	MAP_SHARED, MAP_PRIVATE, MAP_SHARED | MAP_POPULATE, MAP_SHARED | MAP_LOCKED,
+	MAP_SHARED | MAP_NORESERVE, MAP_SHARED_VALIDATE, MAP_SHARED | MAP_ANONYMOUS,
+	MAP_PRIVATE | MAP_POPULATE,
+};
+
+static off_t dev_offset(void)
+{
+	switch (rnd() % 6) {
+	case 0:
+		return MLTUNE_HUGEPOOL_MMAP_OFFSET(0);
+	case 1:
+		return MLTUNE_HUGEPOOL_MMAP_OFFSET(rnd() % 4);
+	case 2:
+		return MLTUNE_HUGEPOOL_MMAP_OFFSET(0) + 4096ULL * (1 + rnd() % 1024);
+	case 3:
+		return MLTUNE_HUGEPOOL_MMAP_OFFSET(1ULL << (rnd() % 23));
+	case 4:
+		return (off_t)(((unsigned long long)rnd() << 32 | rnd()) & ~4095ULL);
+	default:
+		return MLTUNE_HUGEPOOL_MMAP_OFFSET(0) + HP;
+	}
+}
+
+/*
+ * What is done with an accepted mapping before it goes: the first byte
+ * written (when writable), an mprotect, an mremap and a fork that must
+ * not inherit it, at random.
+ */
+static int dev_use(char *p, size_t len, int prot)
+{
+	int status;
+	void *q;
+	pid_t pid;
+
+	if (prot & PROT_WRITE)
+		p[0] = 1;
+	switch (rnd() % 4) {
+	case 0:
+		(void)mprotect(p, len, (int)(rnd() % 8));
+		break;
+	case 1:
+		q = mremap(p, len, len * 2, MREMAP_MAYMOVE);
+		if (q != MAP_FAILED)
+			return munmap(q, len * 2);
+		break;
+	case 2:
+		pid = fork();
+		if (pid < 0)
+			return -1;
+		if (pid == 0)
+			_exit(0);
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+			return -1;
+		break;
+	default:
+		break;
+	}
+	return munmap(p, len);
+}
+
+TEST_F_TIMEOUT(hostile, dev_misuse, 1200)
+{
+	const char *env = getenv("MLTUNE_HOSTILE_DEV_CALLS");
+	long calls = env ? atol(env) : DEV_CALLS;
+	long maps = 0, mapped_ok = 0, ioctls = 0, ioctl_ok = 0, i;
+	static int nerr[4096];
+	struct mltune_hugepool_info info;
+	char *ro, buf[256];
+	double t0 = now_s();
+	int fd, e;
+
+	if (access("/dev/mltune", F_OK) || pool_count("reserved") < 0)
+		SKIP(return, "no /dev/mltune or no pool on node 0");
+	ASSERT_EQ(0, mltune_write_file(MLTUNE_SYSFS "/hugepool/node0/reserved", "4"));
+	ASSERT_EQ(DEV_PAGES, pool_count("free"));
+	fd = open("/dev/mltune", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	seed_rng();
+	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	for (i = 0; i < calls; i++) {
+		if (rnd() % 3) {
+			size_t len = dev_lens[rnd() % ARRAY_SIZE(dev_lens)];
+			int prot = dev_prots[rnd() % ARRAY_SIZE(dev_prots)];
+			int flags = dev_flags[rnd() % ARRAY_SIZE(dev_flags)];
+			off_t off = dev_offset();
+			char *p;
+
+			maps++;
+			errno = 0;
+			p = mmap(NULL, len, prot, flags, fd, off);
+			e = errno;
+			if (p == MAP_FAILED) {
+				if (e > 0 && e < (int)ARRAY_SIZE(nerr))
+					nerr[e]++;
+				ASSERT_EQ(DEV_PAGES, pool_count("free"))
+					TH_LOG("mmap(%zu, %#x, %#x, %#llx): %s, pages taken",
+					       len, prot, flags, (unsigned long long)off,
+					       strerror(e));
+				continue;
+			}
+			mapped_ok++;
+			/* Only an anonymous mapping (the fd ignored) takes nothing. */
+			if (!(flags & MAP_ANONYMOUS))
+				ASSERT_EQ(DEV_PAGES - (long)(len / HP), pool_count("free"))
+					TH_LOG("mmap(%zu, %#x, %#x, %#llx) accepted",
+					       len, prot, flags, (unsigned long long)off);
+			ASSERT_EQ(0, dev_use(p, len, prot));
+			ASSERT_EQ(DEV_PAGES, pool_count("free"));
+			ASSERT_EQ(0, pool_count("mapped"));
+		} else {
+			unsigned int cmd;
+			void *arg;
+
+			switch (rnd() % 4) {
+			case 0:
+				cmd = MLTUNE_IOC_HUGEPOOL_INFO;
+				break;
+			case 1:
+				cmd = _IOC(rnd() % 4, MLTUNE_IOC_MAGIC, rnd() % 256, rnd() % 512);
+				break;
+			case 2:
+				cmd = rnd();
+				break;
+			default:	/* our number, a wrong size */
+				cmd = _IOC(_IOC_READ | _IOC_WRITE, MLTUNE_IOC_MAGIC, 0x01,
+					   rnd() % 128);
+				break;
+			}
+			/* NULL, read-only, kernel, unaligned, or a real buffer. */
+			switch (rnd() % 5) {
+			case 0:
+				arg = NULL;
+				break;
+			case 1:
+				arg = ro;
+				break;
+			case 2:
+				arg = (void *)0xffff888000000000ULL;
+				break;
+			case 3:
+				arg = buf + 1;
+				break;
+			default:
+				arg = &info;
+				break;
+			}
+			for (size_t k = 0; k < sizeof(buf); k++)
+				buf[k] = (char)rnd();
+			memcpy(&info, buf, sizeof(info));
+			if (rnd() % 2) {
+				info.node = 0;
+				info.flags = 0;
+			}
+			ioctls++;
+			errno = 0;
+			if (!ioctl(fd, cmd, arg))
+				ioctl_ok++;
+			else if (errno > 0 && errno < (int)ARRAY_SIZE(nerr))
+				nerr[errno]++;
+			ASSERT_EQ(DEV_PAGES, pool_count("free"));
+			ASSERT_EQ(DEV_PAGES, pool_count("reserved"));
+		}
+	}
+	/* After close: the descriptor is gone, nothing maps through it. */
+	close(fd);
+	errno = 0;
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, HP, PROT_READ, MAP_SHARED, fd,
+				   MLTUNE_HUGEPOOL_MMAP_OFFSET(0)));
+	EXPECT_EQ(EBADF, errno);
+	EXPECT_EQ(DEV_PAGES, pool_count("free"));
+	munmap(ro, 4096);
+	for (e = 1; e < (int)ARRAY_SIZE(nerr); e++)
+		if (nerr[e])
+			ksft_print_msg("/dev/mltune refused with %s: %d\n", strerror(e), nerr[e]);
+	ksft_print_msg("/dev/mltune: %ld mmaps (%ld accepted), %ld ioctls (%ld accepted)\n",
+		       maps, mapped_ok, ioctls, ioctl_ok);
+	ksft_print_msg("the pool as each call allows after every call (%.1f s)\n", now_s() - t0);
 }
 
 TEST_HARNESS_MAIN
