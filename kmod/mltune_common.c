@@ -15,9 +15,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/capability.h>
 #include <linux/err.h>
 #include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/moduleparam.h>
 #include <linux/mount.h>
 #include <linux/sched.h>
 #include <linux/string.h>
@@ -40,6 +43,45 @@ int mltune_check_writer(const char *file)
 		return 0;
 	return mltune_refuse(-EPERM, "write to %s by %s[%d] without CAP_SYS_ADMIN\n",
 			     file, current->comm, task_pid_nr(current));
+}
+
+/*
+ * Countdown to the injected failure: > 0 counts allocations down, the one
+ * that takes it to 0 fails; <= 0 is off. atomic_t: any number of writers
+ * and readers, no lock.
+ */
+static atomic_t fail_nth = ATOMIC_INIT(0);
+
+static int fail_nth_set(const char *val, const struct kernel_param *kp)
+{
+	int n, ret = kstrtoint(val, 0, &n);
+
+	if (ret)
+		return ret;
+	if (n < 0)
+		return -EINVAL;
+	atomic_set(&fail_nth, n);
+	return 0;
+}
+
+static int fail_nth_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", max(atomic_read(&fail_nth), 0));
+}
+
+static const struct kernel_param_ops fail_nth_ops = {
+	.set = fail_nth_set,
+	.get = fail_nth_get,
+};
+module_param_cb(fail_alloc_nth, &fail_nth_ops, NULL, 0600);
+MODULE_PARM_DESC(fail_alloc_nth,
+		 "make the Nth allocation of the switch, profile and pool paths fail (tests)");
+
+bool mltune_fail_alloc(void)
+{
+	if (atomic_read(&fail_nth) <= 0)
+		return false;
+	return atomic_dec_return(&fail_nth) == 0;
 }
 
 int mltune_check_nul(const char *file, const char *buf, size_t count)

@@ -37,6 +37,15 @@
 	__err;								\
 })
 
+/*
+ * Allocation-failure injection (tests; Debian kernels have no failslab):
+ * the module parameter fail_alloc_nth = N makes the Nth allocation of the
+ * switch, profile and pool paths from then on fail, once; 0 (default) off.
+ * Every allocation of those paths goes through mltune_alloc().
+ */
+bool mltune_fail_alloc(void);
+#define mltune_alloc(expr)	(mltune_fail_alloc() ? NULL : (expr))
+
 /* The writer of sysfs file @file (for the log) may change things. */
 int mltune_check_writer(const char *file);
 /* buf[0..count) has no NUL byte; else -EINVAL, logged. */

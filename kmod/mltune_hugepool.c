@@ -191,7 +191,7 @@ static int hp_user_charge(kuid_t uid, unsigned long nr)
 	unsigned long total;
 	int ret = 0;
 
-	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	new = mltune_alloc(kzalloc(sizeof(*new), GFP_KERNEL));
 	if (!new)
 		return -ENOMEM;
 	spin_lock(&hp_users_lock);
@@ -263,7 +263,7 @@ static unsigned long hp_node_grow(struct hp_node *n, unsigned long want,
 
 	lockdep_assert_held(&hp_resize_lock);
 	while (got < want && !fatal_signal_pending(current)) {
-		page = alloc_pages_node(n->nid, HP_GFP, HP_ORDER);
+		page = mltune_alloc(alloc_pages_node(n->nid, HP_GFP, HP_ORDER));
 		if (!page)
 			break;
 		list_add(&page->lru, &pages);
@@ -811,7 +811,7 @@ int mltune_hugepool_mmap(struct file *file, struct vm_area_struct *vma)
 		return -EINVAL;
 	nr = len >> HP_SHIFT;
 
-	buf = kvzalloc(struct_size(buf, pages, nr), GFP_KERNEL);
+	buf = mltune_alloc(kvzalloc(struct_size(buf, pages, nr), GFP_KERNEL));
 	if (!buf)
 		return -ENOMEM;
 	ret = hp_user_charge(uid, nr);

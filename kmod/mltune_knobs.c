@@ -139,7 +139,7 @@ int mltune_build(const char *text, size_t len, struct mltune_knobset **out)
 	char *str;
 	int nr, i;
 
-	spans = kmalloc_array(MLTUNE_MAX_KNOBS, sizeof(*spans), GFP_KERNEL);
+	spans = mltune_alloc(kmalloc_array(MLTUNE_MAX_KNOBS, sizeof(*spans), GFP_KERNEL));
 	if (!spans)
 		return -ENOMEM;
 	nr = mltune_parse(text, len, false, spans);
@@ -150,7 +150,7 @@ int mltune_build(const char *text, size_t len, struct mltune_knobset **out)
 	size = struct_size(set, knobs, nr);
 	for (i = 0; i < nr; i++)
 		size += spans[i].path_len + spans[i].value_len + 3;
-	set = kvmalloc(size, GFP_KERNEL);
+	set = mltune_alloc(kvmalloc(size, GFP_KERNEL));
 	if (!set) {
 		kfree(spans);
 		return -ENOMEM;

@@ -141,7 +141,7 @@ static ssize_t mltune_read_knobs(const struct mltune_knob *knobs,
 
 	if (pos >= len)
 		return 0;
-	text = kvmalloc(len, GFP_KERNEL);
+	text = mltune_alloc(kvmalloc(len, GFP_KERNEL));
 	if (!text)
 		return -ENOMEM;
 	mltune_print_knobs(text, knobs, nr, flags);
@@ -215,12 +215,12 @@ static ssize_t knobs_write(struct file *file, struct kobject *kobj,
 				    p->name, pos);
 		goto out;
 	}
-	text = kvmalloc(max_t(size_t, pos + count, 1), GFP_KERNEL);
+	text = mltune_alloc(kvmalloc(max_t(size_t, pos + count, 1), GFP_KERNEL));
 	if (!text) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	spans = kmalloc_array(MLTUNE_MAX_KNOBS, sizeof(*spans), GFP_KERNEL);
+	spans = mltune_alloc(kmalloc_array(MLTUNE_MAX_KNOBS, sizeof(*spans), GFP_KERNEL));
 	if (!spans) {
 		kvfree(text);
 		ret = -ENOMEM;
@@ -354,7 +354,7 @@ static struct mltune_profile *mltune_profile_create(const char *name)
 	if (mltune_nr_profiles >= MLTUNE_MAX_PROFILES)
 		return ERR_PTR(mltune_refuse(-ENOSPC, "more than %d profiles\n",
 					     MLTUNE_MAX_PROFILES));
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	p = mltune_alloc(kzalloc(sizeof(*p), GFP_KERNEL));
 	if (!p)
 		return ERR_PTR(-ENOMEM);
 	strscpy(p->name, name, sizeof(p->name));

@@ -96,7 +96,7 @@ static struct mltune_base *mltune_base_alloc(const struct mltune_knob *k,
 	size_t pl = strlen(k->path);
 	struct mltune_base *b;
 
-	b = kmalloc(struct_size(b, strings, pl + old_len + 3), GFP_KERNEL);
+	b = mltune_alloc(kmalloc(struct_size(b, strings, pl + old_len + 3), GFP_KERNEL));
 	if (!b)
 		return NULL;
 	b->knob = *k;
@@ -220,7 +220,7 @@ static int mltune_capture(struct mltune_slot *sl, const struct mltune_knob *k)
 	len = mltune_normalize(mltune_readbuf, n, k->tree == MLTUNE_SYS);
 	if (len > MLTUNE_VALUE_MAX)
 		return -EFBIG;
-	sl->old = kmalloc(len + 2, GFP_KERNEL);
+	sl->old = mltune_alloc(kmalloc(len + 2, GFP_KERNEL));
 	if (!sl->old)
 		return -ENOMEM;
 	memcpy(sl->old, mltune_readbuf, len);
@@ -395,7 +395,7 @@ static struct mltune_knob *mltune_base_knobs(void)
 	struct mltune_base *b;
 	unsigned int i = mltune_nr_base;
 
-	knobs = kvmalloc_array(max(i, 1U), sizeof(*knobs), GFP_KERNEL);
+	knobs = mltune_alloc(kvmalloc_array(max(i, 1U), sizeof(*knobs), GFP_KERNEL));
 	if (!knobs)
 		return NULL;
 	list_for_each_entry(b, &mltune_base_list, node)
@@ -421,7 +421,7 @@ int mltune_switch_to(const char *name, const struct mltune_knobset *set,
 		sw.knobs = set->knobs;
 		sw.nr = set->nr;
 	}
-	sw.slots = kvcalloc(max(sw.nr, 1U), sizeof(*sw.slots), GFP_KERNEL);
+	sw.slots = mltune_alloc(kvcalloc(max(sw.nr, 1U), sizeof(*sw.slots), GFP_KERNEL));
 	if (!sw.slots) {
 		kvfree(base_knobs);
 		return -ENOMEM;
@@ -467,8 +467,8 @@ struct mltune_knob *mltune_baseline_knobs(unsigned int *nr)
 	unsigned int i = 0;
 
 	lockdep_assert_held(&mltune_lock);
-	knobs = kvmalloc_array(max(mltune_nr_base, 1U), sizeof(*knobs),
-			       GFP_KERNEL);
+	knobs = mltune_alloc(kvmalloc_array(max(mltune_nr_base, 1U),
+					    sizeof(*knobs), GFP_KERNEL));
 	if (!knobs)
 		return NULL;
 	list_for_each_entry(b, &mltune_base_list, node)

@@ -37,7 +37,7 @@ struct snap {
 };
 
 /* The whole file through @fd, read afresh from offset 0 (sysfs shows anew). */
-static ssize_t read_fd(int fd, char *buf, size_t cap)
+static inline ssize_t read_fd(int fd, char *buf, size_t cap)
 {
 	ssize_t n, len = 0;
 
@@ -49,7 +49,7 @@ static ssize_t read_fd(int fd, char *buf, size_t cap)
 }
 
 /* Every regular file below @dir with a mode bit of @mask (paths only). */
-static void walk(struct snap *s, const char *dir, mode_t mask)
+static inline void walk(struct snap *s, const char *dir, mode_t mask)
 {
 	struct dirent *e;
 	DIR *d = opendir(dir);
@@ -76,7 +76,7 @@ static void walk(struct snap *s, const char *dir, mode_t mask)
 	closedir(d);
 }
 
-static void snap_free(struct snap *s)
+static inline void snap_free(struct snap *s)
 {
 	for (int i = 0; i < s->nr; i++) {
 		free(s->f[i].data);
@@ -93,7 +93,7 @@ static const char *const knob_files[] = {
 	"/sys/class/net/lo/mtu",
 };
 
-static void add_knob_files(struct snap *s)
+static inline void add_knob_files(struct snap *s)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(knob_files); i++) {
 		if (s->nr >= MAX_FILES || access(knob_files[i], R_OK))
@@ -108,14 +108,14 @@ static void add_knob_files(struct snap *s)
  * errno, yet it counts in generation and last_switch (the ABI): those two
  * may change then, nothing else.
  */
-static bool switch_record(const char *path)
+static inline bool switch_record(const char *path)
 {
 	return !strcmp(path, MLTUNE_SYSFS "/generation") ||
 	       !strcmp(path, MLTUNE_SYSFS "/last_switch");
 }
 
 /* Read @f afresh into its saved contents. */
-static void file_load(struct file *f)
+static inline void file_load(struct file *f)
 {
 	static char buf[MAX_READ];
 
@@ -126,7 +126,7 @@ static void file_load(struct file *f)
 		memcpy(f->data, buf, f->len);
 }
 
-static void snap_take(struct snap *s)
+static inline void snap_take(struct snap *s)
 {
 	snap_free(s);
 	walk(s, MLTUNE_SYSFS, 0444);
@@ -140,7 +140,7 @@ static void snap_take(struct snap *s)
 }
 
 /* Whether the tree still has exactly the files of @s. */
-static bool same_files(const struct snap *s)
+static inline bool same_files(const struct snap *s)
 {
 	static struct snap now;
 
@@ -160,7 +160,7 @@ static bool same_files(const struct snap *s)
  * files came or went (only a control write can do that); with @switched,
  * generation and last_switch are not compared.
  */
-static const char *snap_changed_ex(const struct snap *s, bool set, bool switched)
+static inline const char *snap_changed_ex(const struct snap *s, bool set, bool switched)
 {
 	static char buf[MAX_READ];
 
@@ -179,12 +179,12 @@ static const char *snap_changed_ex(const struct snap *s, bool set, bool switched
 	return NULL;
 }
 
-static const char *snap_changed(const struct snap *s)
+static inline const char *snap_changed(const struct snap *s)
 {
 	return snap_changed_ex(s, true, false);
 }
 
-static void expect_unchanged(struct __test_metadata *_metadata, const struct snap *s)
+static inline void expect_unchanged(struct __test_metadata *_metadata, const struct snap *s)
 {
 	const char *changed = snap_changed(s);
 
