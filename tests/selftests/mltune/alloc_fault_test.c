@@ -32,9 +32,7 @@ static int arm(int n)
 /* Whether the armed failure was used (the countdown reached it). */
 static bool fired(void)
 {
-	char buf[16];
-
-	return mltune_read_file(FAIL_NTH, buf, sizeof(buf)) > 0 && atoi(buf) == 0;
+	return mltune_read_long(FAIL_NTH) == 0;
 }
 
 /*

@@ -443,12 +443,10 @@ TEST_F(hostile, ten_thousand_knobs)
 
 static long pool_count(const char *what)
 {
-	char path[128], buf[32];
+	char path[128];
 
 	snprintf(path, sizeof(path), MLTUNE_SYSFS "/hugepool/node0/%s", what);
-	if (mltune_read_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	return strtol(buf, NULL, 10);
+	return mltune_read_long(path);
 }
 
 static const size_t dev_lens[] = {

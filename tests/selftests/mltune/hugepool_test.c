@@ -39,12 +39,10 @@
 
 static long hp_read(const char *rel)
 {
-	char path[256], buf[64];
+	char path[256];
 
 	snprintf(path, sizeof(path), HP_SYSFS "/%s", rel);
-	if (mltune_read_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	return strtol(buf, NULL, 10);
+	return mltune_read_long(path);
 }
 
 static long node_read(int node, const char *file)

@@ -22,12 +22,10 @@
 
 static long node0(const char *file)
 {
-	char path[128], buf[32];
+	char path[128];
 
 	snprintf(path, sizeof(path), NODE0 "/%s", file);
-	if (mltune_read_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	return strtol(buf, NULL, 10);
+	return mltune_read_long(path);
 }
 
 TEST(unload_refused_while_mapped)

@@ -64,6 +64,16 @@ static inline int mltune_write_file(const char *path, const char *s)
 	return mltune_write_len(path, s, strlen(s));
 }
 
+/* A file holding one number (sysfs counters); -1 when unreadable. */
+static inline long mltune_read_long(const char *path)
+{
+	char buf[64];
+
+	if (mltune_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
 /* Skip the whole program (exit 4) when $MLTUNE_KO is not a readable file. */
 static inline void mltune_require_ko(void)
 {

@@ -38,10 +38,9 @@
  */
 #define SLAB_TOLERANCE_KB	1024
 /*
- * The module's text and data (about 200 kB per load) come from vmalloc
- * space: a module area or vmalloc'd table left behind per cycle is 100
- * times that. Other users of vmalloc in an idle guest move it by a few
- * pages.
+ * The module's text and data come from vmalloc space: an area left behind
+ * per cycle counts 100 times. Measured over 100 cycles: 6.1 and 6.12 +0 kB,
+ * 7.2 -20 kB; a planted 64 kB vmalloc per load: +6480 kB.
  */
 #define VMALLOC_TOLERANCE_KB	256
 #define POOL_NODE0		MLTUNE_SYSFS "/hugepool/node0/reserved"
