@@ -37,14 +37,17 @@ static const struct mltune_builtin mltune_builtins[] = {
 			/*
 			 * Jobs pin threads and memory themselves; automatic
 			 * NUMA page migration adds page faults and TLB
-			 * shootdowns
+			 * shootdowns (absent, so off, on kernels without it:
+			 * PREEMPT_RT)
 			 */
-			"/proc/sys/kernel/numa_balancing 0\n"
+			"?/proc/sys/kernel/numa_balancing 0\n"
 			/*
 			 * Autogroup shares CPU per session, which starves
 			 * data loader workers started from one shell
+			 * (absent, so off, on kernels without it:
+			 * PREEMPT_RT)
 			 */
-			"/proc/sys/kernel/sched_autogroup_enabled 0\n"
+			"?/proc/sys/kernel/sched_autogroup_enabled 0\n"
 			/*
 			 * Allow 128 MiB socket receive buffers for high
 			 * bandwidth-delay collective traffic
@@ -98,14 +101,16 @@ static const struct mltune_builtin mltune_builtins[] = {
 			/*
 			 * Huge pages only where frameworks ask for them;
 			 * avoids khugepaged stalls and memory bloat of
-			 * 'always'
+			 * 'always' (kernels without THP, such as PREEMPT_RT,
+			 * lack it)
 			 */
-			"/sys/kernel/mm/transparent_hugepage/enabled madvise\n"
+			"?/sys/kernel/mm/transparent_hugepage/enabled madvise\n"
 			/*
 			 * Scan less often so khugepaged compaction does not
-			 * steal cycles from feeder cores
+			 * steal cycles from feeder cores (no THP, no
+			 * khugepaged: PREEMPT_RT)
 			 */
-			"/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs 10000\n"
+			"?/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs 10000\n"
 			/*
 			 * Keep model weights, optimizer state and pinned
 			 * host buffers out of swap; 0 risks early OOM
@@ -118,9 +123,10 @@ static const struct mltune_builtin mltune_builtins[] = {
 			"/proc/sys/vm/max_map_count 1048576\n"
 			/*
 			 * Compact synchronously only for regions that asked
-			 * for huge pages (large tensors)
+			 * for huge pages (large tensors); kernels without
+			 * THP (PREEMPT_RT) lack it
 			 */
-			"/sys/kernel/mm/transparent_hugepage/defrag madvise\n",
+			"?/sys/kernel/mm/transparent_hugepage/defrag madvise\n",
 	},
 	{
 		.name = "inference",
@@ -154,14 +160,17 @@ static const struct mltune_builtin mltune_builtins[] = {
 			/*
 			 * Jobs pin threads and memory themselves; automatic
 			 * NUMA page migration adds page faults and TLB
-			 * shootdowns
+			 * shootdowns (absent, so off, on kernels without it:
+			 * PREEMPT_RT)
 			 */
-			"/proc/sys/kernel/numa_balancing 0\n"
+			"?/proc/sys/kernel/numa_balancing 0\n"
 			/*
 			 * Autogroup shares CPU per session, which starves
 			 * data loader workers started from one shell
+			 * (absent, so off, on kernels without it:
+			 * PREEMPT_RT)
 			 */
-			"/proc/sys/kernel/sched_autogroup_enabled 0\n"
+			"?/proc/sys/kernel/sched_autogroup_enabled 0\n"
 			/*
 			 * Allow 128 MiB socket receive buffers for high
 			 * bandwidth-delay collective traffic
@@ -215,14 +224,16 @@ static const struct mltune_builtin mltune_builtins[] = {
 			/*
 			 * Huge pages only where frameworks ask for them;
 			 * avoids khugepaged stalls and memory bloat of
-			 * 'always'
+			 * 'always' (kernels without THP, such as PREEMPT_RT,
+			 * lack it)
 			 */
-			"/sys/kernel/mm/transparent_hugepage/enabled madvise\n"
+			"?/sys/kernel/mm/transparent_hugepage/enabled madvise\n"
 			/*
 			 * Scan less often so khugepaged compaction does not
-			 * steal cycles from feeder cores
+			 * steal cycles from feeder cores (no THP, no
+			 * khugepaged: PREEMPT_RT)
 			 */
-			"/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs 10000\n"
+			"?/sys/kernel/mm/transparent_hugepage/khugepaged/scan_sleep_millisecs 10000\n"
 			/*
 			 * Never swap anonymous memory of a serving process;
 			 * a swapped-in page is a latency outlier
@@ -260,9 +271,10 @@ static const struct mltune_builtin mltune_builtins[] = {
 			"/proc/sys/net/ipv4/tcp_fastopen 3\n"
 			/*
 			 * Never stall a page fault on compaction; kcompactd
-			 * builds huge pages in the background
+			 * builds huge pages in the background; kernels
+			 * without THP (PREEMPT_RT) lack it
 			 */
-			"/sys/kernel/mm/transparent_hugepage/defrag defer\n",
+			"?/sys/kernel/mm/transparent_hugepage/defrag defer\n",
 	},
 };
 

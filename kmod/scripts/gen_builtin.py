@@ -49,8 +49,14 @@ def load(pdir, name, stack=()):
         for key, spec in doc.get(table, {}).items():
             if not isinstance(spec, dict) or "value" not in spec:
                 die(f"{path}: [{table}] {key}: want {{ value = ..., reason = ... }}")
+            # optional = true or "missing" -> "?": a built-in list is the
+            # same on every kernel, so a knob a kernel may lack is skipped
+            # there (mltunectl marks a "missing" one "?" only where absent)
+            opt = spec.get("optional", False)
+            if opt not in (True, False, "missing"):
+                die(f'{path}: [{table}] {key}: optional must be true, false or "missing"')
             knobs[conv(key)] = (value_str(path, key, spec["value"]),
-                                bool(spec.get("optional", False)),
+                                opt is not False,
                                 str(spec.get("reason", "")))
     return doc.get("description", ""), knobs
 

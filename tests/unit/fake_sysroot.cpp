@@ -107,7 +107,7 @@ void FakeSysroot::add_module() const {
   set(d + "/profiles/control", "");
   const ProfileLoader loader;
   for (const auto *name : {"training", "inference"}) {
-    set(d + "/profiles/" + name + "/knobs", kernel_knob_list(*loader.load(name)));
+    set(d + "/profiles/" + name + "/knobs", kernel_knob_list(*loader.load(name), root()));
     set(d + "/profiles/" + name + "/state", "committed\n");
   }
 }

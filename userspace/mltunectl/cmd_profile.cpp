@@ -12,7 +12,8 @@ namespace {
 nlohmann::json knob_json(const Knob &k) {
   return {{"key", k.key},           {"kind", k.kind == KnobKind::sysctl ? "sysctl" : "sysfs"},
           {"path", k.path()},       {"value", k.value},
-          {"optional", k.optional}, {"reason", k.reason},
+          {"optional", k.if_present ? nlohmann::json("missing") : nlohmann::json(k.optional)},
+          {"reason", k.reason},
           {"origin", k.origin}};
 }
 
@@ -56,7 +57,8 @@ void show(Context &ctx, const std::string &name) {
   *ctx.out << "# " << p->name << ": " << p->description << "\n";
   for (const auto &k : p->knobs) {
     *ctx.out << (k.kind == KnobKind::sysfs ? "/sys/" : "") << k.key << " = " << k.value
-             << (k.optional ? "  [optional]" : "") << "  # " << k.origin << "\n";
+             << (k.optional ? "  [optional]" : k.if_present ? "  [optional where missing]" : "") << "  # " << k.origin
+             << "\n";
     if (ctx.verbose > 0 && !k.reason.empty()) {
       *ctx.out << "    " << k.reason << "\n";
     }

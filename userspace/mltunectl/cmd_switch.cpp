@@ -122,7 +122,7 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
     }
     print_plan(ctx, knobs.switch_plan(), backend);
     if (backend == Backend::kernel && !ctx.json && ctx.verbose > 0) {
-      *ctx.out << "knob list for the module:\n" << kernel_knob_list(*p);
+      *ctx.out << "knob list for the module:\n" << kernel_knob_list(*p, ctx.root());
     }
     return;
   }

@@ -30,13 +30,13 @@ void verify(Context &ctx, const std::string &name) {
                      {"expected", st.knob->value},
                      {"current", st.current},
                      {"state", to_string(st.state)},
-                     {"optional", st.knob->optional},
+                     {"optional", !st.counts()},
                      {"changed_by", by ? drift_write_json(*by) : nlohmann::json(nullptr)}});
     if (!ctx.json) {
       *ctx.out << (st.counts() ? "- " : "  ") << st.knob->key << ": current '" << st.current << "', expected '"
                << st.knob->value << "'"
                << (st.state == KnobState::differs ? "" : " (" + std::string(to_string(st.state)) + ")")
-               << (st.knob->optional ? " [optional, ignored]" : "") << (by ? "; changed by " + describe(*by) : "")
+               << (st.counts() ? "" : " [optional, ignored]") << (by ? "; changed by " + describe(*by) : "")
                << "\n";
     }
   }

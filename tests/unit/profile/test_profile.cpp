@@ -74,9 +74,9 @@ TEST(Builtins, InferenceOverridesSwappinessAndKeepsBase) {
 }
 
 TEST(Builtins, KnobPaths) {
-  Knob a{KnobKind::sysctl, "net.ipv4.tcp_rmem", "1", false, "", ""};
+  Knob a{KnobKind::sysctl, "net.ipv4.tcp_rmem", "1", false, false, "", ""};
   EXPECT_EQ(a.path(), "/proc/sys/net/ipv4/tcp_rmem");
-  Knob b{KnobKind::sysfs, "kernel/mm/transparent_hugepage/enabled", "x", false, "", ""};
+  Knob b{KnobKind::sysfs, "kernel/mm/transparent_hugepage/enabled", "x", false, false, "", ""};
   EXPECT_EQ(b.path(), "/sys/kernel/mm/transparent_hugepage/enabled");
 }
 

@@ -91,7 +91,9 @@ TEST(ProfilePhases, KnobErrors) {
       {"[sysctl]\n\"vm.x\" = 1\n", "t.toml:2: vm.x: expected { value = ..., reason = \"...\" }"},
       {"[sysctl]\n\"vm.x\" = { reason = \"r\" }\n", "t.toml:2: vm.x: missing value"},
       {"[sysctl]\n\"vm.x\" = { value = 1.5 }\n", "t.toml:2: vm.x: value must be an integer or a string"},
-      {"[sysctl]\n\"vm.x\" = { value = 1, optional = 1 }\n", "t.toml:2: vm.x: optional must be true or false"},
+      {"[sysctl]\n\"vm.x\" = { value = 1, optional = 1 }\n", "t.toml:2: vm.x: optional must be true, false or \"missing\""},
+      {"[sysctl]\n\"vm.x\" = { value = 1, optional = \"absent\" }\n",
+       "t.toml:2: vm.x: optional must be true, false or \"missing\""},
       {"[sysctl]\n\"vm.x\" = { value = 1, reason = 1 }\n", "t.toml:2: vm.x: reason must be a string"},
       {"[sysctl]\n\"vm.x\" = { value = 1, why = 1 }\n",
        "t.toml:2: vm.x: unknown key 'why' (expected value, optional, reason)"},
@@ -109,11 +111,11 @@ TEST(ProfilePhases, KnobErrors) {
 
 TEST(ProfilePhases, MergeKnobsReplacesByKey) {
   Profile p;
-  p.knobs.push_back({KnobKind::sysctl, "vm.a", "1", false, "", "base.toml:1"});
-  p.knobs.push_back({KnobKind::sysctl, "vm.b", "2", false, "", "base.toml:2"});
+  p.knobs.push_back({KnobKind::sysctl, "vm.a", "1", false, false, "", "base.toml:1"});
+  p.knobs.push_back({KnobKind::sysctl, "vm.b", "2", false, false, "", "base.toml:2"});
   std::vector<KnobEntry> e;
-  e.push_back({{KnobKind::sysctl, "vm.c", "3", false, "", "t.toml:1"}, 1});
-  e.push_back({{KnobKind::sysctl, "vm.a", "9", false, "", "t.toml:2"}, 2});
+  e.push_back({{KnobKind::sysctl, "vm.c", "3", false, false, "", "t.toml:1"}, 1});
+  e.push_back({{KnobKind::sysctl, "vm.a", "9", false, false, "", "t.toml:2"}, 2});
   merge_knobs(std::move(e), p);
   ASSERT_EQ(p.knobs.size(), 3U);
   EXPECT_EQ(p.knobs[0].key, "vm.a");

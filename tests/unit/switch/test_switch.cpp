@@ -50,12 +50,54 @@ TEST_F(Switch, DirectSwitchThenVerify) {
 }
 
 TEST_F(Switch, RequiredKnobMissingFailsBeforeAnyWrite) {
-  std::filesystem::remove(root.path("/proc/sys/kernel/numa_balancing"));
+  std::filesystem::remove(root.path("/proc/sys/vm/overcommit_memory"));
   const auto before = fake.snapshot();
+  auto rep = switch_direct(training, root);
+  ASSERT_FALSE(rep);
+  EXPECT_NE(rep.error().message.find("vm.overcommit_memory"), std::string::npos);
+  EXPECT_EQ(fake.snapshot(), before);
+}
+
+// optional = "missing" (NUMA balancing, autogroup, THP): a kernel built
+// without the feature (PREEMPT_RT) lacks the files; the switch skips them.
+TEST_F(Switch, MissingOkKnobsAbsentAreSkipped) {
+  for (const char *p : {"/proc/sys/kernel/numa_balancing", "/proc/sys/kernel/sched_autogroup_enabled"}) {
+    std::filesystem::remove(root.path(p));
+  }
+  std::filesystem::remove_all(root.path("/sys/kernel/mm/transparent_hugepage"));
+  auto rep = switch_direct(training, root);
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(rep->skipped.size(), 5U);
+  EXPECT_TRUE(matches(training, root));
+  const auto st = compare(training, root);
+  const auto numa = std::find_if(st.begin(), st.end(),
+                                 [](const KnobStatus &s) { return s.knob->key == "kernel.numa_balancing"; });
+  ASSERT_NE(numa, st.end());
+  EXPECT_EQ(numa->state, KnobState::missing);
+  EXPECT_FALSE(numa->counts());
+}
+
+// Where the file exists such a knob is required: a refused value fails the
+// switch (rolled back) and a drifted value is a difference.
+TEST_F(Switch, MissingOkKnobsPresentAreRequired) {
+  const auto before = fake.snapshot();
+  root.inject_write_failure("/proc/sys/kernel/numa_balancing", EINVAL);
   auto rep = switch_direct(training, root);
   ASSERT_FALSE(rep);
   EXPECT_NE(rep.error().message.find("kernel.numa_balancing"), std::string::npos);
   EXPECT_EQ(fake.snapshot(), before);
+
+  const Sysroot healthy = fake.root(); // no injected failure
+  ASSERT_TRUE(switch_direct(training, healthy));
+  EXPECT_TRUE(matches(training, healthy));
+  fake.set("/proc/sys/kernel/numa_balancing", "1");
+  EXPECT_FALSE(matches(training, healthy));
+}
+
+TEST_F(Switch, KernelListMarksMissingOkKnobsOnlyWhereAbsent) {
+  EXPECT_NE(kernel_knob_list(training, root).find("\n/proc/sys/kernel/numa_balancing 0\n"), std::string::npos);
+  std::filesystem::remove(root.path("/proc/sys/kernel/numa_balancing"));
+  EXPECT_NE(kernel_knob_list(training, root).find("\n?/proc/sys/kernel/numa_balancing 0\n"), std::string::npos);
 }
 
 TEST_F(Switch, OptionalKnobMissingIsSkipped) {

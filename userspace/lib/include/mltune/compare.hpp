@@ -23,7 +23,11 @@ struct KnobStatus {
   KnobState state = KnobState::match;
   std::string error; // for unreadable
   // A difference that makes the node not match (required knob not matching).
-  [[nodiscard]] bool counts() const { return state != KnobState::match && !knob->optional; }
+  // Whether the node lacking or refusing the value is allowed (never a difference).
+  [[nodiscard]] bool allowed() const {
+    return knob->optional || (knob->if_present && state == KnobState::missing);
+  }
+  [[nodiscard]] bool counts() const { return state != KnobState::match && !allowed(); }
 };
 
 std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root);

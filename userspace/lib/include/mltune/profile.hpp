@@ -23,7 +23,8 @@ struct Knob {
   KnobKind kind = KnobKind::sysctl;
   std::string key;   // "vm.swappiness" or "kernel/mm/transparent_hugepage/enabled"
   std::string value; // as written in the profile (integers in decimal)
-  bool optional = false;
+  bool optional = false;   // optional = true: skipped where missing or where the value is refused
+  bool if_present = false; // optional = "missing": skipped only where the kernel lacks the file
   std::string reason;
   std::string origin; // "training.toml:7" - where the effective value came from
 

@@ -108,8 +108,8 @@ void audit_knobs(const Profile &profile, const Sysroot &root, std::vector<Findin
     case KnobState::missing:
     case KnobState::unreadable:
       f.current = std::string(to_string(st.state));
-      f.severity = k.optional ? Severity::info : Severity::warning;
-      f.fix = k.optional ? "optional; " + k.reason : "kernel lacks " + k.path() + ": " + st.error;
+      f.severity = st.allowed() ? Severity::info : Severity::warning;
+      f.fix = st.allowed() ? "optional; " + k.reason : "kernel lacks " + k.path() + ": " + st.error;
       break;
     }
     out.push_back(std::move(f));
@@ -190,7 +190,7 @@ void audit_memory(const Profile &profile, const Sysroot &root, std::vector<Findi
   for (const auto &[key, value] : must) {
     if (profile.find(key) == nullptr) {
       const bool sysfs = key.find('/') != std::string_view::npos;
-      extra.knobs.push_back({sysfs ? KnobKind::sysfs : KnobKind::sysctl, std::string(key), std::string(value), true,
+      extra.knobs.push_back({sysfs ? KnobKind::sysfs : KnobKind::sysctl, std::string(key), std::string(value), true, false,
                              "recommended for ML nodes", "audit"});
     }
   }

@@ -60,7 +60,7 @@ std::optional<std::string> check_key(KnobKind kind, std::string_view key) {
     if (key.find('.') == std::string_view::npos || !split_ok(key, '.', false)) {
       return "invalid sysctl name '" + std::string(key) + "' (expected dotted name like vm.swappiness)";
     }
-    if (!knob_path_allowed(Knob{kind, std::string(key), {}, false, {}, {}}.path())) {
+    if (!knob_path_allowed(Knob{kind, std::string(key), {}, false, false, {}, {}}.path())) {
       return "sysctl name '" + std::string(key) + "' is too long";
     }
     return std::nullopt;
@@ -426,7 +426,7 @@ Result<Knob> parse_knob(KnobKind kind, const toml::key &k, const toml::node &v, 
   if (spec == nullptr) {
     return input_error(at + ": " + key + ": expected { value = ..., reason = \"...\" }");
   }
-  Knob knob{kind, key, {}, false, {}, at};
+  Knob knob{kind, key, {}, false, false, {}, at};
   bool have_value = false;
   for (const auto &[fk, fv] : *spec) {
     const std::string fat = where(display, fk.source());
@@ -440,10 +440,15 @@ Result<Knob> parse_knob(KnobKind kind, const toml::key &k, const toml::node &v, 
       }
       have_value = true;
     } else if (fk == "optional") {
-      if (!fv.is_boolean()) {
-        return input_error(fat + ": " + key + ": optional must be true or false");
+      if (fv.is_boolean()) {
+        knob.optional = *fv.value<bool>();
+        knob.if_present = false;
+      } else if (fv.is_string() && *fv.value<std::string>() == "missing") {
+        knob.optional = false;
+        knob.if_present = true;
+      } else {
+        return input_error(fat + ": " + key + ": optional must be true, false or \"missing\"");
       }
-      knob.optional = *fv.value<bool>();
     } else if (fk == "reason") {
       if (!fv.is_string()) {
         return input_error(fat + ": " + key + ": reason must be a string");

@@ -37,7 +37,7 @@ Result<SwitchPlan> plan_switch(const Profile &profile, const Sysroot &root) {
     const Knob &k = *st.knob;
     PlanStep step{k.key, k.path(), k.value, st.current, k.optional, PlanStep::Action::write, {}};
     if (st.state == KnobState::missing || st.state == KnobState::unreadable) {
-      if (!k.optional) {
+      if (!st.allowed()) {
         return failure(k.key + " (" + k.origin + "): required knob not available on this node: " + st.error, ENOENT);
       }
       step.action = PlanStep::Action::skip;

@@ -41,7 +41,7 @@ std::string last_switch(const Sysroot &root) {
 // knob list and committing it; a new one is created with "+NAME" first.
 Status load_profile(const Profile &profile, const Sysroot &root) {
   const std::string dir = k_dir + "/profiles/" + profile.name;
-  const std::string list = kernel_knob_list(profile);
+  const std::string list = kernel_knob_list(profile, root);
   const bool exists = root.is_dir(dir);
   if (exists) {
     auto loaded = root.read(dir + "/knobs");
@@ -83,10 +83,13 @@ bool kernel_backend_present(const Sysroot &root) {
   return root.is_dir(k_dir);
 }
 
-std::string kernel_knob_list(const Profile &profile) {
+std::string kernel_knob_list(const Profile &profile, const Sysroot &root) {
   std::string out;
   for (const auto &k : profile.knobs) {
-    out += (k.optional ? "?" : "") + k.path() + " " + k.value + "\n";
+    // optional = "missing": '?' only where this kernel lacks the file, so
+    // that where it exists a refused value fails the switch.
+    const bool skip = k.optional || (k.if_present && !root.exists(k.path()));
+    out += (skip ? "?" : "") + k.path() + " " + k.value + "\n";
   }
   return out;
 }
