@@ -12,13 +12,15 @@
 # dkms-check, dkms-install, deb, node-test, bench, clean.
 # Kernel matrix: scripts/kernel-matrix, the one list (scripts/kernels.sh
 # resolves it; override the exact versions with MLTUNE_KVER_6_1=...,
-# MLTUNE_KVER_6_12=..., MLTUNE_KVER_7_2=...).
+# MLTUNE_KVER_6_12_rt=..., MLTUNE_KVER_7_2=...). MATRIX: every kernel the
+# module builds for (compile-only ones included); BOOT: those a guest boots.
 
 SHELL := /bin/bash
 ROOT := $(CURDIR)
 BUILD := $(ROOT)/build
-MATRIX := $(shell scripts/kernels.sh matrix)
-KERNEL ?= $(lastword $(MATRIX))
+MATRIX := $(shell scripts/kernels.sh matrix build)
+BOOT := $(shell scripts/kernels.sh matrix boot)
+KERNEL ?= $(lastword $(BOOT))
 # Same cache as scripts/kernels.sh: $MLTUNE_CACHE is the mltune directory itself.
 CACHE := $(or $(MLTUNE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/mltune)
 JOBS ?= $(shell nproc)
@@ -47,7 +49,7 @@ build: userspace kmod selftests
 # ---- user space (C++20, CMake) ---------------------------------------------
 # The sched_ext scheduler in bpf/ is compiled against the BTF of the newest
 # matrix kernel's headers, which live in its sid build chroot.
-SCX_KVER = $(shell scripts/kernels.sh resolve $(lastword $(MATRIX)) 2>/dev/null)
+SCX_KVER = $(shell scripts/kernels.sh resolve $(lastword $(BOOT)) 2>/dev/null)
 SCX_BTF = $(CACHE)/sid-chroot-$(SCX_KVER)/usr/src/linux-headers-$(SCX_KVER)/vmlinux
 
 userspace:
@@ -89,7 +91,9 @@ $(addprefix kmod-,$(MATRIX)): kmod-%:
 	7.*) scripts/sid-chroot.sh ensure $$kver >/dev/null && \
 	     scripts/sid-chroot.sh run $$kver make -s -C /src/build/kmod/$$kver \
 		KDIR=/usr/src/linux-headers-$$kver PROFILES=/src/userspace/profiles modules ;; \
-	*)   make -s -C $$out KDIR=/usr/src/linux-headers-$$kver \
+	*)   kdir=$$(scripts/kernels.sh headers $*) || exit 1; cc=; \
+	     [ "$$(scripts/kernels.sh use $*)" = build ] && cc=CC=gcc-12; \
+	     make -s -C $$out KDIR=$$kdir $$cc \
 		PROFILES=$(ROOT)/userspace/profiles modules ;; \
 	esac && echo "kmod: $$out/mltune.ko"
 
@@ -200,7 +204,7 @@ node-test: deb
 
 # ---- run ------------------------------------------------------------------
 run: ensure-deps build
-	@tests/vm/run --kernel $(lastword $(MATRIX)) --no-build \
+	@tests/vm/run --kernel $(lastword $(BOOT)) --no-build \
 		--file tests/vm/guest/show-node:/root/show-node -- sh /root/show-node
 
 clean:

@@ -16,6 +16,8 @@
 #ifndef MLTUNE_COMMON_H
 #define MLTUNE_COMMON_H
 
+#include <linux/fs.h>
+#include <linux/kobject.h>
 #include <linux/mount.h>
 #include <linux/printk.h>
 #include <linux/sysfs.h>
@@ -27,6 +29,21 @@
 #define MLTUNE_BIN_ATTR const struct bin_attribute
 #else
 #define MLTUNE_BIN_ATTR struct bin_attribute
+#endif
+
+#ifndef MLTUNE_HAVE_KOBJ_TYPE_CONST
+/* Before 6.1 it took a non-const ktype, which it never writes through. */
+#define kobject_init_and_add(kobj, ktype, parent, fmt, ...)		\
+	kobject_init_and_add(kobj, (void *)(ktype), parent, fmt, ##__VA_ARGS__)
+#endif
+
+#ifndef MLTUNE_HAVE_FILE_OPEN_ROOT_MNT
+static inline struct file *file_open_root_mnt(struct vfsmount *mnt,
+					      const char *name, int flags,
+					      umode_t mode)
+{
+	return file_open_root(mnt->mnt_root, mnt, name, flags, mode);
+}
 #endif
 
 /* Log a refused write (rate limited) and evaluate to its errno. */

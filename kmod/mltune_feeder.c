@@ -81,10 +81,18 @@
  * exists, HK_TYPE_DOMAIN also excludes cpuset isolated partitions, which
  * may be the feeder partition itself; only boot isolation counts here.
  */
-#ifdef MLTUNE_HAVE_HK_TYPE_DOMAIN_BOOT
+#if defined(MLTUNE_HAVE_HK_TYPE_DOMAIN_BOOT)
 #define FEEDER_HK_DOMAIN	HK_TYPE_DOMAIN_BOOT
-#else
+#elif defined(MLTUNE_HAVE_HK_TYPE)
 #define FEEDER_HK_DOMAIN	HK_TYPE_DOMAIN
+#else
+#define FEEDER_HK_DOMAIN	HK_FLAG_DOMAIN
+#endif
+/* CPUs that keep the scheduler tick (not nohz_full=). */
+#ifdef MLTUNE_HAVE_HK_TYPE
+#define FEEDER_HK_TICK		HK_TYPE_TICK
+#else
+#define FEEDER_HK_TICK		HK_FLAG_TICK
 #endif
 
 #define FEEDER_DEFAULT_FILE	"irq/default_smp_affinity"
@@ -612,7 +620,7 @@ static int feeder_check(const struct cpumask *feeder, struct cpumask *hk)
 				     cpumask_pr_args(hk));
 	}
 	cpumask_and(hk, cpu_online_mask, housekeeping_cpumask(FEEDER_HK_DOMAIN));
-	cpumask_and(hk, hk, housekeeping_cpumask(HK_TYPE_TICK));
+	cpumask_and(hk, hk, housekeeping_cpumask(FEEDER_HK_TICK));
 	cpumask_andnot(hk, hk, feeder);
 	if (cpumask_empty(hk))
 		return mltune_refuse(-EBUSY, "feeder: CPUs %*pbl leave no housekeeping CPU\n",

@@ -14,6 +14,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/minmax.h>
+#include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>

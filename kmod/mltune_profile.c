@@ -27,6 +27,7 @@
 #include <linux/fs.h>
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/slab.h>
 #include <linux/string.h>

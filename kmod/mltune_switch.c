@@ -25,6 +25,7 @@
 #include <linux/ktime.h>
 #include <linux/list.h>
 #include <linux/miscdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mount.h>
 #include <linux/mutex.h>

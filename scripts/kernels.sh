@@ -2,19 +2,34 @@
 # Kernel matrix for mltune: resolve, fetch and cache the Debian kernels the VM
 # test bed boots and the module builds against.
 #
-#   scripts/kernels.sh matrix              print the matrix's series (scripts/kernel-matrix)
+#   scripts/kernels.sh matrix [USE]        print the matrix's series (scripts/kernel-matrix):
+#                                          boot (default: every series a guest boots),
+#                                          guest (those with the guest suites) or
+#                                          build (every series the module builds for)
+#   scripts/kernels.sh use SERIES          print its use: guest, ksft or build
 #   scripts/kernels.sh resolve SERIES      print the full KVER of a series
 #   scripts/kernels.sh fetch SERIES        cache vmlinuz + modules, print dir
-#   scripts/kernels.sh headers SERIES      print the headers' build dir
+#   scripts/kernels.sh headers SERIES      print the headers' build dir (a
+#                                          compile-only series' headers are
+#                                          fetched into the cache first)
 #   scripts/kernels.sh list                print "SERIES KVER" for the matrix
 #
-# Overrides (exact KVER, e.g. 6.12.117+deb12-amd64):
-#   MLTUNE_KVER_6_1, MLTUNE_KVER_6_12, MLTUNE_KVER_7_2
+# Overrides (exact KVER, e.g. 6.12.117+deb12-amd64): MLTUNE_KVER_<SERIES>
+# with every '.' and '-' of the series as '_' (MLTUNE_KVER_6_12_rt).
 # Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/mltune/kernels/KVER (never in the tree).
 set -euo pipefail
 
 MATRIX_FILE=$(dirname "$0")/kernel-matrix
-MATRIX=$(awk '!/^#/ && NF { printf "%s%s", sep, $1; sep = " " }' "$MATRIX_FILE")
+# matrix_of USE: the series of that use, in the file's order
+matrix_of() {
+	awk -v want="$1" '!/^#/ && NF {
+		u = $3 == "" ? "guest" : $3
+		if (want == "build" || want == u || (want == "boot" && u != "build")) {
+			printf "%s%s", sep, $1; sep = " "
+		}
+	} END { print "" }' "$MATRIX_FILE"
+}
+MATRIX=$(matrix_of build)
 CACHE=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}
 
 die() { echo "kernels.sh: $*" >&2; exit 1; }
@@ -22,7 +37,7 @@ die() { echo "kernels.sh: $*" >&2; exit 1; }
 # Newest KVER of a series that has both a headers package and an image.
 resolve() {
 	local series=$1 var ov re cands
-	var=MLTUNE_KVER_${series//./_}
+	var=${series//./_}; var=MLTUNE_KVER_${var//-/_}
 	ov=${!var:-}
 	if [ -n "$ov" ]; then echo "$ov"; return; fi
 	# Cached answer, valid while the apt lists are unchanged.
@@ -36,14 +51,23 @@ resolve() {
 	re="^linux-headers-($re)\$"
 	cands=$(apt-cache pkgnames linux-headers- 2>/dev/null |
 		sed -nE "s/$re/\1/p" | sort -V -r)
-	local k
+	local k use
+	use=$(use_of "$series")
 	for k in $cands; do
-		if image_pkgs "$k" >/dev/null 2>&1; then
+		# a compile-only kernel needs its headers, a booted one its image too
+		if [ "$use" = build ] || image_pkgs "$k" >/dev/null 2>&1; then
 			mkdir -p "$CACHE" && printf '%s\n%s\n' "$k" "$stamp" >"$cachef"
 			echo "$k"; return
 		fi
 	done
 	die "no Debian kernel of series $series found in the apt lists (run 'make deps' first)"
+}
+
+use_of() {
+	local u
+	u=$(awk -v s="$1" '!/^#/ && $1 == s { print ($3 == "" ? "guest" : $3) }' "$MATRIX_FILE")
+	[ -n "$u" ] || die "unknown kernel series '$1' (matrix: $MATRIX)"
+	echo "$u"
 }
 
 # Packages that hold vmlinuz and the modules for KVER.
@@ -113,12 +137,42 @@ fetch() {
 	echo "$dir"
 }
 
+# A compile-only series' headers (bullseye's for 5.10 cannot be installed
+# on this host): headers, common headers and kbuild tools unpacked into the
+# cache, where their relative scripts/ and tools/ links resolve.
+fetch_headers() {
+	local k=$1 dir=$CACHE/headers/$1 tmp p kb
+	if [ -f "$dir/.complete" ]; then return; fi
+	echo "kernels.sh: fetching the headers of $k into $dir" >&2
+	mkdir -p "$CACHE/headers"
+	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
+	trap 'rm -rf "$tmp"; trap - RETURN' RETURN
+	kb=$(apt-cache show "linux-headers-$k" | sed -nE 's/^Depends:.*(linux-kbuild-[0-9.]+).*/\1/p' | head -1)
+	[ -n "$kb" ] || die "linux-headers-$k names no linux-kbuild package"
+	for p in "linux-headers-$k" "linux-headers-${k%-*}-common" "$kb"; do
+		(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$p" >&2) || die "cannot download $p"
+	done
+	mkdir -p "$tmp/root"
+	for p in "$tmp"/*.deb; do dpkg-deb -x "$p" "$tmp/root"; done
+	[ -f "$tmp/root/usr/src/linux-headers-$k/Makefile" ] || die "no kbuild Makefile in the headers of $k"
+	# the Makefile includes its common half by absolute path
+	sed -i "s|^include /usr/src/|include $dir/usr/src/|" "$tmp/root/usr/src/linux-headers-$k/Makefile"
+	rm -rf "$dir"; mv "$tmp/root" "$dir"
+	touch "$dir/.complete"
+}
+
 headers() {
 	local k
 	k=$(resolve "$1")
 	case $k in
 	7.*) echo "$CACHE/sid-chroot-$k/usr/src/linux-headers-$k" ;;
-	*) echo "/usr/src/linux-headers-$k" ;;
+	*)
+		if [ "$(use_of "$1")" = build ]; then
+			fetch_headers "$k"
+			echo "$CACHE/headers/$k/usr/src/linux-headers-$k"
+		else
+			echo "/usr/src/linux-headers-$k"
+		fi ;;
 	esac
 }
 
@@ -128,7 +182,12 @@ resolve) resolve "$1" ;;
 fetch) fetch "$1" ;;
 headers) headers "$1" ;;
 image-pkgs) image_pkgs "$(resolve "$1")" ;;
-list) for s in $MATRIX; do echo "$s $(resolve "$s")"; done ;;
-matrix) echo "$MATRIX" ;;
-*) die "usage: kernels.sh matrix|resolve|fetch|headers|list [SERIES]" ;;
+list) for s in $MATRIX; do echo "$s $(resolve "$s") $(use_of "$s")"; done ;;
+matrix)
+	case ${1:-boot} in
+	boot|guest|build) matrix_of "${1:-boot}" ;;
+	*) die "kernels.sh matrix: unknown use '$1' (boot, guest or build)" ;;
+	esac ;;
+use) use_of "$1" ;;
+*) die "usage: kernels.sh matrix [USE]|use|resolve|fetch|headers|list [SERIES]" ;;
 esac

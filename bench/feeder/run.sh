@@ -18,7 +18,7 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-kernels=${kernels:-$("$ROOT/scripts/kernels.sh" matrix)}
+kernels=${kernels:-$("$ROOT/scripts/kernels.sh" matrix guest)}
 secs=${1:-5}
 rounds=${2:-3}
 out=$ROOT/build/bench
