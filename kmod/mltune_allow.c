@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * mltune: lexical checks of knob paths and profile names.
+ * mltune: lexical checks of knob paths and profile names, and the
+ * comparison of decimal integers that knob bounds use.
  *
  * Pure functions over the trees of include/mltune_knobs_allow.h: no locks,
  * no allocation, nothing but the C string functions, so that the user-space
@@ -148,5 +149,65 @@ bool mltune_name_ok(const char *name, size_t len)
 		if (!alnum && (!i || (c != '_' && c != '-')))
 			return false;
 	}
+	return true;
+}
+
+/* A decimal integer: an optional '-', then one or more digits. */
+bool mltune_is_int(const char *s, size_t len)
+{
+	size_t i = len && *s == '-';
+
+	if (i == len)
+		return false;
+	for (; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* Digits of a non-negative decimal s[0..len) without leading zeros. */
+static void mltune_skip_zeros(const char **s, size_t *len)
+{
+	while (*len > 1 && **s == '0') {
+		(*s)++;
+		(*len)--;
+	}
+}
+
+/*
+ * Compare the decimal integers a[0..alen) and b[0..blen) of any length
+ * (no overflow): *res is <0, 0 or >0 as a is less than, equal to or
+ * greater than b. False, *res untouched, when either is not an integer.
+ */
+bool mltune_int_cmp(const char *a, size_t alen, const char *b, size_t blen,
+		    int *res)
+{
+	bool aneg, bneg;
+	int mag;
+
+	if (!mltune_is_int(a, alen) || !mltune_is_int(b, blen))
+		return false;
+	aneg = *a == '-';
+	bneg = *b == '-';
+	a += aneg;
+	alen -= aneg;
+	b += bneg;
+	blen -= bneg;
+	mltune_skip_zeros(&a, &alen);
+	mltune_skip_zeros(&b, &blen);
+	if (alen == 1 && *a == '0')
+		aneg = false;	/* -0 is 0 */
+	if (blen == 1 && *b == '0')
+		bneg = false;
+	if (aneg != bneg) {
+		*res = aneg ? -1 : 1;
+		return true;
+	}
+	if (alen != blen)
+		mag = alen < blen ? -1 : 1;
+	else
+		mag = memcmp(a, b, alen);
+	mag = mag < 0 ? -1 : mag > 0;
+	*res = aneg ? -mag : mag;
 	return true;
 }

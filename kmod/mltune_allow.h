@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * mltune: the knob path and profile name checks, pure functions.
+ * mltune: the knob path and profile name checks and the bound comparison,
+ * pure functions.
  *
  * mltune_allow.c uses nothing but the C string functions, so the same file
  * is built into the module and into a user-space unit test
@@ -37,6 +38,17 @@ enum mltune_path_verdict {
 	MLTUNE_PATH_NOT_ALLOWED,	/* outside the allowed trees */
 };
 
+/*
+ * How a knob's value is held (the knob list's '>' and '<' flags): exactly,
+ * or as a bound that a current value already beyond it satisfies (limits
+ * such as fs.file-max are never lowered).
+ */
+enum mltune_cmp {
+	MLTUNE_CMP_EQ,	/* write VALUE */
+	MLTUNE_CMP_GE,	/* '>': keep a current value >= VALUE, else write it */
+	MLTUNE_CMP_LE,	/* '<': keep a current value <= VALUE, else write it */
+};
+
 /* Offset of the part of a path below the proc or sysfs root. */
 static inline size_t mltune_rel_off(unsigned char tree)
 {
@@ -48,6 +60,9 @@ bool mltune_tree_allowed(unsigned char tree, const char *rel, size_t len);
 bool mltune_resolved_allowed(unsigned char tree, const char *path,
 			     const char *rel, size_t len);
 bool mltune_name_ok(const char *name, size_t len);
+bool mltune_is_int(const char *s, size_t len);
+bool mltune_int_cmp(const char *a, size_t alen, const char *b, size_t blen,
+		    int *res);
 
 #ifdef __cplusplus
 }

@@ -52,12 +52,12 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Allow 128 MiB socket receive buffers for high
 			 * bandwidth-delay collective traffic
 			 */
-			"/proc/sys/net/core/rmem_max 134217728\n"
+			">/proc/sys/net/core/rmem_max 134217728\n"
 			/*
 			 * Allow 128 MiB socket send buffers for high
 			 * bandwidth-delay collective traffic
 			 */
-			"/proc/sys/net/core/wmem_max 134217728\n"
+			">/proc/sys/net/core/wmem_max 134217728\n"
 			/*
 			 * TCP receive autotuning may grow to 128 MiB (min
 			 * default max)
@@ -72,17 +72,17 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Deep per-CPU input queue so 100-400 Gb/s NICs do
 			 * not drop packets in bursts
 			 */
-			"/proc/sys/net/core/netdev_max_backlog 300000\n"
+			">/proc/sys/net/core/netdev_max_backlog 300000\n"
 			/*
 			 * Large listen backlog for rendezvous and model-
 			 * serving endpoints
 			 */
-			"/proc/sys/net/core/somaxconn 65535\n"
+			">/proc/sys/net/core/somaxconn 65535\n"
 			/*
 			 * Large SYN queue so connection storms at job start
 			 * are not dropped
 			 */
-			"/proc/sys/net/ipv4/tcp_max_syn_backlog 65535\n"
+			">/proc/sys/net/ipv4/tcp_max_syn_backlog 65535\n"
 			/*
 			 * BBR keeps throughput on lossy long paths; needs
 			 * the tcp_bbr module
@@ -92,12 +92,12 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Enough system-wide file handles for datasets with
 			 * many shards and sockets
 			 */
-			"/proc/sys/fs/file-max 2097152\n"
+			">/proc/sys/fs/file-max 2097152\n"
 			/*
 			 * File-watching tools in training pipelines run out
 			 * of the default watch count
 			 */
-			"/proc/sys/fs/inotify/max_user_watches 1048576\n"
+			">/proc/sys/fs/inotify/max_user_watches 1048576\n"
 			/*
 			 * Huge pages only where frameworks ask for them;
 			 * avoids khugepaged stalls and memory bloat of
@@ -120,7 +120,7 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Memory-mapped datasets and large allocator arenas
 			 * exceed the default 65530 mappings
 			 */
-			"/proc/sys/vm/max_map_count 1048576\n"
+			">/proc/sys/vm/max_map_count 1048576\n"
 			/*
 			 * Compact synchronously only for regions that asked
 			 * for huge pages (large tensors); kernels without
@@ -175,12 +175,12 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Allow 128 MiB socket receive buffers for high
 			 * bandwidth-delay collective traffic
 			 */
-			"/proc/sys/net/core/rmem_max 134217728\n"
+			">/proc/sys/net/core/rmem_max 134217728\n"
 			/*
 			 * Allow 128 MiB socket send buffers for high
 			 * bandwidth-delay collective traffic
 			 */
-			"/proc/sys/net/core/wmem_max 134217728\n"
+			">/proc/sys/net/core/wmem_max 134217728\n"
 			/*
 			 * TCP receive autotuning may grow to 128 MiB (min
 			 * default max)
@@ -195,17 +195,17 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Deep per-CPU input queue so 100-400 Gb/s NICs do
 			 * not drop packets in bursts
 			 */
-			"/proc/sys/net/core/netdev_max_backlog 300000\n"
+			">/proc/sys/net/core/netdev_max_backlog 300000\n"
 			/*
 			 * Large listen backlog for rendezvous and model-
 			 * serving endpoints
 			 */
-			"/proc/sys/net/core/somaxconn 65535\n"
+			">/proc/sys/net/core/somaxconn 65535\n"
 			/*
 			 * Large SYN queue so connection storms at job start
 			 * are not dropped
 			 */
-			"/proc/sys/net/ipv4/tcp_max_syn_backlog 65535\n"
+			">/proc/sys/net/ipv4/tcp_max_syn_backlog 65535\n"
 			/*
 			 * BBR keeps throughput on lossy long paths; needs
 			 * the tcp_bbr module
@@ -215,12 +215,12 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Enough system-wide file handles for datasets with
 			 * many shards and sockets
 			 */
-			"/proc/sys/fs/file-max 2097152\n"
+			">/proc/sys/fs/file-max 2097152\n"
 			/*
 			 * File-watching tools in training pipelines run out
 			 * of the default watch count
 			 */
-			"/proc/sys/fs/inotify/max_user_watches 1048576\n"
+			">/proc/sys/fs/inotify/max_user_watches 1048576\n"
 			/*
 			 * Huge pages only where frameworks ask for them;
 			 * avoids khugepaged stalls and memory bloat of
@@ -243,7 +243,7 @@ static const struct mltune_builtin mltune_builtins[] = {
 			 * Memory-mapped model weights and KV-cache arenas
 			 * exceed the default 65530 mappings
 			 */
-			"/proc/sys/vm/max_map_count 1048576\n"
+			">/proc/sys/vm/max_map_count 1048576\n"
 			/*
 			 * Refresh per-CPU VM statistics every 10 s instead
 			 * of every second to cut housekeeping jitter

@@ -3,11 +3,12 @@
  * mltune knob lists: the text of profiles/NAME/knobs and of the built-in
  * profiles, parsed into knob sets.
  *
- * A knob list has lines "[?]PATH VALUE": an absolute path below /proc or
- * /sys inside the allowed trees (include/mltune_knobs_allow.h, checked by
- * mltune_allow.c), a value (the rest of the line) and, with '?', the
- * optional flag. Only lexical checks happen here; where a path really
- * leads is checked when a switch opens it (mltune_switch.c).
+ * A knob list has lines "[FLAGS]PATH VALUE": an absolute path below /proc
+ * or /sys inside the allowed trees (include/mltune_knobs_allow.h, checked
+ * by mltune_allow.c), a value (the rest of the line) and flags before the
+ * path: '?' optional, '>' at least VALUE, '<' at most VALUE (a decimal
+ * integer; enum mltune_cmp). Only lexical checks happen here; where a path
+ * really leads is checked when a switch opens it (mltune_switch.c).
  *
  * Nothing here takes a lock: the functions work on the caller's buffers.
  */
@@ -60,8 +61,27 @@ int mltune_check_bytes(const char *buf, size_t len)
 	return 0;
 }
 
+/* Read the flags in front of a path: '?' and one of '>' or '<'. */
+static int mltune_parse_flags(const char **pp, const char *end,
+			      struct mltune_span *sp)
+{
+	const char *p;
+
+	for (p = *pp; p < end && (*p == '?' || *p == '<' || *p == '>'); p++) {
+		if (*p == '?' && !sp->optional)
+			sp->optional = true;
+		else if (*p != '?' && sp->cmp == MLTUNE_CMP_EQ)
+			sp->cmp = *p == '>' ? MLTUNE_CMP_GE : MLTUNE_CMP_LE;
+		else
+			return mltune_refuse(-EINVAL, "knob line with repeated flags: %.*s\n",
+					     (int)min_t(size_t, end - *pp, 80), *pp);
+	}
+	*pp = p;
+	return 0;
+}
+
 /*
- * Parse a knob list: lines "[?]PATH VALUE", VALUE being the rest of the
+ * Parse a knob list: lines "[FLAGS]PATH VALUE", VALUE being the rest of the
  * line (trailing spaces dropped); empty lines and lines starting with '#'
  * are ignored. With @partial, a last line without '\n' is not checked yet
  * (more text may follow in the next write). Returns the number of knobs or
@@ -95,10 +115,9 @@ int mltune_parse(const char *text, size_t len, bool partial,
 			ve--;
 		if (p == ve || *p == '#')
 			continue;
-		if (*p == '?') {
-			sp.optional = true;
-			p++;
-		}
+		ret = mltune_parse_flags(&p, ve, &sp);
+		if (ret)
+			return ret;
 		v = memchr(p, ' ', ve - p);
 		if (!v)
 			return mltune_refuse(-EINVAL, "knob line without a value: %.*s\n",
@@ -118,6 +137,9 @@ int mltune_parse(const char *text, size_t len, bool partial,
 			return mltune_refuse(-EINVAL, "value of %.*s longer than %d bytes\n",
 					     sp.path_len, p, MLTUNE_VALUE_MAX);
 		sp.value_len = ve - v;
+		if (sp.cmp != MLTUNE_CMP_EQ && !mltune_is_int(v, sp.value_len))
+			return mltune_refuse(-EINVAL, "bound of %.*s is not a decimal integer\n",
+					     sp.path_len, p);
 		for (i = 0; i < nr; i++)
 			if (spans[i].path_len == sp.path_len &&
 			    !memcmp(spans[i].path, p, sp.path_len))
@@ -162,6 +184,7 @@ int mltune_build(const char *text, size_t len, struct mltune_knobset **out)
 		struct mltune_knob *k = &set->knobs[i];
 
 		k->tree = spans[i].tree;
+		k->cmp = spans[i].cmp;
 		k->optional = spans[i].optional;
 		k->path = str;
 		memcpy(str, spans[i].path, spans[i].path_len);
@@ -190,6 +213,11 @@ size_t mltune_print_knobs(char *buf, const struct mltune_knob *k,
 		if (flags && k->optional) {
 			if (buf)
 				buf[n] = '?';
+			n++;
+		}
+		if (flags && k->cmp != MLTUNE_CMP_EQ) {
+			if (buf)
+				buf[n] = k->cmp == MLTUNE_CMP_GE ? '>' : '<';
 			n++;
 		}
 		l = strlen(k->path);

@@ -16,6 +16,7 @@ struct mltune_knob {
 	const char *value;	/* value_len bytes, then '\n', then NUL */
 	unsigned int value_len;
 	u8 tree;		/* enum mltune_tree */
+	u8 cmp;			/* enum mltune_cmp */
 	bool optional;		/* missing or failing: skip, do not roll back */
 };
 
@@ -33,6 +34,7 @@ struct mltune_span {
 	u16 path_len;
 	u16 value_len;
 	u8 tree;
+	u8 cmp;
 	bool optional;
 };
 

@@ -5,8 +5,10 @@
  *
  * A switch opens every knob and captures its value, then writes the knobs
  * in order; on the first failure it writes the captured values back in
- * reverse. The value each knob had before mltune first wrote it is kept as
- * the baseline, restored by "echo baseline > profile" and on unload.
+ * reverse. A bound ('>' or '<', enum mltune_cmp) that the captured value
+ * already satisfies is kept: nothing is written, nothing recorded. The
+ * value each knob had before mltune first wrote it is kept as the
+ * baseline, restored by "echo baseline > profile" and on unload.
  *
  * Every knob access runs on the module's workqueue (mltune_call()) through
  * the private mounts of mltune_common.c, so it uses the init credentials
@@ -102,6 +104,7 @@ static struct mltune_base *mltune_base_alloc(const struct mltune_knob *k,
 		return NULL;
 	b->knob = *k;
 	b->knob.optional = false;
+	b->knob.cmp = MLTUNE_CMP_EQ;
 	memcpy(b->strings, k->path, pl + 1);
 	b->knob.path = b->strings;
 	memcpy(b->strings + pl + 1, old, old_len + 2);
@@ -124,6 +127,7 @@ enum mltune_slot_state {
 	MLTUNE_SLOT_NONE,
 	MLTUNE_SLOT_SKIPPED,	/* optional and missing or failing */
 	MLTUNE_SLOT_OPEN,	/* open, old value captured */
+	MLTUNE_SLOT_KEPT,	/* a bound the captured value satisfies */
 	MLTUNE_SLOT_WRITTEN,	/* new value written */
 };
 
@@ -146,6 +150,7 @@ struct mltune_switch {
 	int rollback_err;	/* first error while rolling back */
 	unsigned int nr_written;
 	unsigned int nr_skipped;
+	unsigned int nr_kept;
 	u64 duration_ns;
 };
 
@@ -243,6 +248,22 @@ static int mltune_write(struct file *f, const char *value, size_t len)
 	return n >= len ? 0 : -EIO;
 }
 
+/*
+ * Whether the captured value satisfies the knob's bound: 1 yes, 0 no (or
+ * no bound), -EINVAL when the file does not hold a decimal integer.
+ */
+static int mltune_bound_holds(const struct mltune_knob *k,
+			      const struct mltune_slot *sl)
+{
+	int c;
+
+	if (k->cmp == MLTUNE_CMP_EQ)
+		return 0;
+	if (!mltune_int_cmp(sl->old, sl->old_len, k->value, k->value_len, &c))
+		return -EINVAL;
+	return k->cmp == MLTUNE_CMP_GE ? c >= 0 : c <= 0;
+}
+
 /* Open and capture every knob; nothing is written here. */
 static int mltune_prepare(struct mltune_switch *sw)
 {
@@ -259,6 +280,13 @@ static int mltune_prepare(struct mltune_switch *sw)
 			sl->file = NULL;
 		} else {
 			err = mltune_capture(sl, k);
+			if (!err && !sw->restore)
+				err = mltune_bound_holds(k, sl);
+		}
+		if (err > 0) {
+			sl->state = MLTUNE_SLOT_KEPT;
+			sw->nr_kept++;
+			continue;
 		}
 		if (err) {
 			sl->err = err;
@@ -356,16 +384,21 @@ static void mltune_record(const char *name, const struct mltune_switch *sw)
 	if (sw->err)
 		result = sw->rollback_err ? "rollback-failed" : "rolled-back";
 	n = scnprintf(mltune_last, PAGE_SIZE,
-		      "profile=%s result=%s errno=%d knob=%s index=%d duration_ns=%llu generation=%llu knobs=%u written=%u skipped=%u\n",
+		      "profile=%s result=%s errno=%d knob=%s index=%d duration_ns=%llu generation=%llu knobs=%u written=%u skipped=%u kept=%u\n",
 		      name, result, sw->err,
 		      sw->fail >= 0 ? sw->knobs[sw->fail].path : "-", sw->fail,
 		      sw->duration_ns, mltune_generation, sw->nr,
-		      sw->err ? 0 : sw->nr_written, sw->nr_skipped);
-	for (i = 0; i < sw->nr; i++)
+		      sw->err ? 0 : sw->nr_written, sw->nr_skipped,
+		      sw->err ? 0 : sw->nr_kept);
+	for (i = 0; i < sw->nr; i++) {
 		if (sw->slots[i].state == MLTUNE_SLOT_SKIPPED)
 			n += scnprintf(mltune_last + n, PAGE_SIZE - n,
 				       "skipped=%s errno=%d\n",
 				       sw->knobs[i].path, sw->slots[i].err);
+		else if (sw->slots[i].state == MLTUNE_SLOT_KEPT && !sw->err)
+			n += scnprintf(mltune_last + n, PAGE_SIZE - n,
+				       "kept=%s\n", sw->knobs[i].path);
+	}
 }
 
 static void mltune_announce(const char *result)

@@ -8,7 +8,8 @@ Reads PROFILES_DIR/NAME.toml (the files mltunectl reads, schema in
 Documentation/profiles.rst), resolves include = [...] (included knobs first,
 a later definition of the same knob replaces the value in place), keeps the
 [sysctl] and [sysfs] tables and writes each profile as the knob list text the
-module's profiles/NAME/knobs file accepts ("[?]PATH VALUE" lines). The module
+module's profiles/NAME/knobs file accepts ("[FLAGS]PATH VALUE" lines: '?'
+optional, '>' at_least, '<' at_most). The module
 parses the text with the same parser as a sysfs write, so this script checks
 only what it needs to emit valid C; the module rejects the rest at load.
 
@@ -47,16 +48,19 @@ def load(pdir, name, stack=()):
         knobs.update(load(pdir, inc, stack + (name,))[1])
     for table, conv in (("sysctl", sysctl_path), ("sysfs", sysfs_path)):
         for key, spec in doc.get(table, {}).items():
-            if not isinstance(spec, dict) or "value" not in spec:
-                die(f"{path}: [{table}] {key}: want {{ value = ..., reason = ... }}")
+            given = [k for k in ("value", "at_least", "at_most") if k in spec] \
+                if isinstance(spec, dict) else []
+            if len(given) != 1:
+                die(f"{path}: [{table}] {key}: want {{ value (or at_least, at_most) = ..., reason = ... }}")
+            bound = {"value": "", "at_least": ">", "at_most": "<"}[given[0]]
             # optional = true or "missing" -> "?": a built-in list is the
             # same on every kernel, so a knob a kernel may lack is skipped
             # there (mltunectl marks a "missing" one "?" only where absent)
             opt = spec.get("optional", False)
             if opt not in (True, False, "missing"):
                 die(f'{path}: [{table}] {key}: optional must be true, false or "missing"')
-            knobs[conv(key)] = (value_str(path, key, spec["value"]),
-                                opt is not False,
+            knobs[conv(key)] = (value_str(path, key, spec[given[0]]),
+                                ("?" if opt is not False else "") + bound,
                                 str(spec.get("reason", "")))
     return doc.get("description", ""), knobs
 
@@ -123,10 +127,10 @@ def main():
         lines.append("\t\t.name = %s," % c_string(name))
         lines += comment(desc, "\t\t")
         lines.append("\t\t.knobs =")
-        for path, (value, optional, reason) in knobs.items():
+        for path, (value, flags, reason) in knobs.items():
             if reason:
                 lines += comment(reason, "\t\t\t")
-            text = ("?" if optional else "") + path + " " + value + "\n"
+            text = flags + path + " " + value + "\n"
             lines.append("\t\t\t" + c_string(text).replace("\n", "\\n"))
         lines[-1] += ","
         lines.append("\t},")

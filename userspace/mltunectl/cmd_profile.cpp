@@ -10,8 +10,11 @@ namespace mltune::cli {
 namespace {
 
 nlohmann::json knob_json(const Knob &k) {
-  return {{"key", k.key},           {"kind", k.kind == KnobKind::sysctl ? "sysctl" : "sysfs"},
-          {"path", k.path()},       {"value", k.value},
+  return {{"key", k.key},
+          {"kind", k.kind == KnobKind::sysctl ? "sysctl" : "sysfs"},
+          {"path", k.path()},
+          {"value", k.value},
+          {"compare", to_string(k.cmp)},
           {"optional", k.if_present ? nlohmann::json("missing") : nlohmann::json(k.optional)},
           {"reason", k.reason},
           {"origin", k.origin}};
@@ -56,9 +59,12 @@ void show(Context &ctx, const std::string &name) {
   }
   *ctx.out << "# " << p->name << ": " << p->description << "\n";
   for (const auto &k : p->knobs) {
-    *ctx.out << (k.kind == KnobKind::sysfs ? "/sys/" : "") << k.key << " = " << k.value
-             << (k.optional ? "  [optional]" : k.if_present ? "  [optional where missing]" : "") << "  # " << k.origin
-             << "\n";
+    *ctx.out << (k.kind == KnobKind::sysfs ? "/sys/" : "") << k.key << (k.cmp == KnobCmp::exact ? " = " : " ")
+             << k.wanted()
+             << (k.optional     ? "  [optional]"
+                 : k.if_present ? "  [optional where missing]"
+                                : "")
+             << "  # " << k.origin << "\n";
     if (ctx.verbose > 0 && !k.reason.empty()) {
       *ctx.out << "    " << k.reason << "\n";
     }

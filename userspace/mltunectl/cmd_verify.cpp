@@ -27,17 +27,16 @@ void verify(Context &ctx, const std::string &name) {
     const auto by = drift.last_write(st.knob->path());
     diffs.push_back({{"key", st.knob->key},
                      {"path", st.knob->path()},
-                     {"expected", st.knob->value},
+                     {"expected", st.knob->wanted()},
                      {"current", st.current},
                      {"state", to_string(st.state)},
                      {"optional", !st.counts()},
                      {"changed_by", by ? drift_write_json(*by) : nlohmann::json(nullptr)}});
     if (!ctx.json) {
       *ctx.out << (st.counts() ? "- " : "  ") << st.knob->key << ": current '" << st.current << "', expected '"
-               << st.knob->value << "'"
+               << st.knob->wanted() << "'"
                << (st.state == KnobState::differs ? "" : " (" + std::string(to_string(st.state)) + ")")
-               << (st.counts() ? "" : " [optional, ignored]") << (by ? "; changed by " + describe(*by) : "")
-               << "\n";
+               << (st.counts() ? "" : " [optional, ignored]") << (by ? "; changed by " + describe(*by) : "") << "\n";
     }
   }
   ctx.rc = counted == 0 ? k_exit_ok : k_exit_failed;

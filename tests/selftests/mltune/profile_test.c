@@ -29,6 +29,9 @@ static int drop_skipped(struct knob *k, int nr)
 		snprintf(pat, sizeof(pat), "skipped=%.255s ", k[i].path);
 		if (last && strstr(last, pat))
 			continue;
+		snprintf(pat, sizeof(pat), "kept=%.255s\n", k[i].path);
+		if (last && strstr(last, pat))
+			continue;
 		k[o++] = k[i];
 	}
 	free(last);
@@ -319,6 +322,77 @@ TEST(optional_knob_skipped)
 	EXPECT_EQ(0, remove_profile("opt"));
 }
 
+/*
+ * Bounds: '>' keeps a value already at least the bound, '<' one at most
+ * it; a bound not met is written. A kept bound is not written, so it is
+ * neither rolled back nor restored: the site's value survives a switch.
+ */
+TEST(bounds_keep_values_beyond_them)
+{
+	char filemax[64], dbr[64], somax[64], buf[4096];
+	bool fm_base, dbr_base;
+	char *base;
+	int err;
+
+	ASSERT_EQ(0, knob_read("/proc/sys/fs/file-max", filemax, sizeof(filemax)));
+	ASSERT_EQ(0, knob_read("/proc/sys/vm/dirty_background_ratio", dbr, sizeof(dbr)));
+	ASSERT_EQ(0, knob_read("/proc/sys/net/core/somaxconn", somax, sizeof(somax)));
+	ASSERT_EQ(0, mltune_write_file("/proc/sys/fs/file-max", "9999999"));
+	ASSERT_EQ(0, mltune_write_file("/proc/sys/vm/dirty_background_ratio", "3"));
+	ASSERT_EQ(0, mltune_write_file("/proc/sys/net/core/somaxconn", "1000"));
+
+	ASSERT_EQ(0, define_profile("bnd",
+				    ">/proc/sys/fs/file-max 2097152\n"
+				    "</proc/sys/vm/dirty_background_ratio 5\n"
+				    ">/proc/sys/net/core/somaxconn 4321\n"));
+	ASSERT_LT(0, mltune_read_file(MLTUNE_SYSFS "/profiles/bnd/knobs", buf,
+				      sizeof(buf)));
+	EXPECT_STREQ(">/proc/sys/fs/file-max 2097152\n"
+		     "</proc/sys/vm/dirty_background_ratio 5\n"
+		     ">/proc/sys/net/core/somaxconn 4321\n", buf);
+	base = slurp(BASELINE_FILE);
+	ASSERT_NE(NULL, base);
+	fm_base = strstr(base, "/proc/sys/fs/file-max ");
+	dbr_base = strstr(base, "/proc/sys/vm/dirty_background_ratio ");
+	free(base);
+	ASSERT_EQ(0, switch_to("bnd"));
+	/* A kept value is not written, so it does not enter the baseline. */
+	base = slurp(BASELINE_FILE);
+	ASSERT_NE(NULL, base);
+	EXPECT_EQ(fm_base, strstr(base, "/proc/sys/fs/file-max ") != NULL);
+	EXPECT_EQ(dbr_base, strstr(base, "/proc/sys/vm/dirty_background_ratio ") != NULL);
+	EXPECT_NE(NULL, strstr(base, "/proc/sys/net/core/somaxconn "));
+	free(base);
+	ASSERT_EQ(0, knob_read("/proc/sys/fs/file-max", buf, sizeof(buf)));
+	EXPECT_STREQ("9999999", buf);
+	ASSERT_EQ(0, knob_read("/proc/sys/vm/dirty_background_ratio", buf, sizeof(buf)));
+	EXPECT_STREQ("3", buf);
+	ASSERT_EQ(0, knob_read("/proc/sys/net/core/somaxconn", buf, sizeof(buf)));
+	EXPECT_STREQ("4321", buf);
+	ASSERT_LT(0, mltune_read_file(LAST_FILE, buf, sizeof(buf)));
+	EXPECT_NE(NULL, strstr(buf, "result=ok"));
+	EXPECT_NE(NULL, strstr(buf, "written=1 skipped=0 kept=2\n"));
+	EXPECT_NE(NULL, strstr(buf, "kept=/proc/sys/fs/file-max\n"));
+	EXPECT_NE(NULL, strstr(buf, "kept=/proc/sys/vm/dirty_background_ratio\n"));
+	EXPECT_EQ(NULL, strstr(buf, "kept=/proc/sys/net/core/somaxconn"));
+
+	/* A bound on a file that holds no integer fails the switch. */
+	ASSERT_EQ(0, define_profile("bnd2",
+				    ">/proc/sys/net/core/somaxconn 5000\n"
+				    ">/proc/sys/net/ipv4/tcp_rmem 4096\n"));
+	err = switch_to("bnd2");
+	EXPECT_EQ(-EINVAL, err);
+	ASSERT_EQ(0, knob_read("/proc/sys/net/core/somaxconn", buf, sizeof(buf)));
+	EXPECT_STREQ("4321", buf);
+
+	EXPECT_EQ(0, switch_to("baseline"));
+	EXPECT_EQ(0, remove_profile("bnd2"));
+	EXPECT_EQ(0, remove_profile("bnd"));
+	EXPECT_EQ(0, mltune_write_file("/proc/sys/fs/file-max", filemax));
+	EXPECT_EQ(0, mltune_write_file("/proc/sys/vm/dirty_background_ratio", dbr));
+	EXPECT_EQ(0, mltune_write_file("/proc/sys/net/core/somaxconn", somax));
+}
+
 TEST(define_replace_remove)
 {
 	char buf[4096];
@@ -399,6 +473,14 @@ static const char *const bad_knob_lines[] = {
 	"/proc/sys/vm/swappiness 1\r\n",
 	"/proc/sys/vm/swappiness 1\n/proc/sys/vm/swappiness 2\n",
 	"/proc/sys/vm/swappiness 1\n/proc/irq/../sys/x 2\n",
+	">/proc/sys/fs/file-max many\n",
+	">/proc/sys/fs/file-max 1 2\n",
+	">/proc/sys/fs/file-max -\n",
+	"></proc/sys/fs/file-max 1\n",
+	">>/proc/sys/fs/file-max 1\n",
+	"?\?/proc/sys/vm/swappiness 1\n", /* not a trigraph */
+	"?>?/proc/sys/vm/swappiness 1\n",
+	"!/proc/sys/vm/swappiness 1\n",
 };
 
 /* A write of @len bytes at @path must fail with @want. */

@@ -25,6 +25,7 @@ struct knob {
 	char path[KNOB_PATH_MAX];
 	char value[KNOB_VALUE_MAX + 1];
 	bool optional;
+	char cmp;	/* '=' exact, '>' at least, '<' at most */
 };
 
 /* Read a file of any size into a malloc'd string; NULL on error. */
@@ -100,7 +101,7 @@ static inline int knob_read(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* Parse "[?]PATH VALUE" lines; returns the number of knobs. */
+/* Parse "[FLAGS]PATH VALUE" lines; returns the number of knobs. */
 static inline int parse_knobs(const char *text, struct knob *k, int max)
 {
 	int nr = 0;
@@ -112,8 +113,14 @@ static inline int parse_knobs(const char *text, struct knob *k, int max)
 		if (sp && *text != '#') {
 			const char *p = text;
 
-			k[nr].optional = *p == '?';
-			p += k[nr].optional;
+			k[nr].optional = false;
+			k[nr].cmp = '=';
+			for (; *p == '?' || *p == '>' || *p == '<'; p++) {
+				if (*p == '?')
+					k[nr].optional = true;
+				else
+					k[nr].cmp = *p;
+			}
 			snprintf(k[nr].path, sizeof(k[nr].path), "%.*s",
 				 (int)(sp - p), p);
 			snprintf(k[nr].value, sizeof(k[nr].value), "%.*s",
@@ -188,7 +195,18 @@ static inline void read_active(char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Knobs of k[0..nr) whose current value differs from the list. */
+/* Whether decimal @cur is at least ('>') or at most ('<') decimal @bound. */
+static inline bool bound_holds(const char *cur, char cmp, const char *bound)
+{
+	char *e1, *e2;
+	long long c = strtoll(cur, &e1, 10), b = strtoll(bound, &e2, 10);
+
+	if (*e1 || *e2 || e1 == cur || e2 == bound)
+		return false;
+	return cmp == '>' ? c >= b : c <= b;
+}
+
+/* Knobs of k[0..nr) whose current value does not satisfy the list. */
 static inline int count_mismatches(const struct knob *k, int nr, bool verbose)
 {
 	char cur[KNOB_VALUE_MAX + 2], want[KNOB_VALUE_MAX + 1];
@@ -206,7 +224,8 @@ static inline int count_mismatches(const struct knob *k, int nr, bool verbose)
 		}
 		snprintf(want, sizeof(want), "%.4096s", k[i].value);
 		normalize(want, false);
-		if (strcmp(cur, want)) {
+		if (k[i].cmp != '=' ? !bound_holds(cur, k[i].cmp, want) :
+		    strcmp(cur, want) != 0) {
 			bad++;
 			if (verbose)
 				ksft_print_msg("%s is '%s', want '%s'\n",

@@ -104,3 +104,19 @@ TEST(CpuSetNative, CoversEveryCpuUpToTheLimit) {
   EXPECT_EQ(CpuSet::from_native(n), s);
   EXPECT_GE(CpuSet::Native::size() * 8, k_max_cpus);
 }
+
+TEST(CompareDecimal, AnyLengthAndSign) {
+  EXPECT_EQ(compare_decimal("2097152", "2097152"), 0);
+  EXPECT_EQ(compare_decimal("9223372036854775807", "2097152"), 1);
+  EXPECT_EQ(compare_decimal("99999999999999999999999", "18446744073709551615"), 1);
+  EXPECT_EQ(compare_decimal("-5", "3"), -1);
+  EXPECT_EQ(compare_decimal("-5", "-30"), 1);
+  EXPECT_EQ(compare_decimal("007", "7"), 0);
+  EXPECT_EQ(compare_decimal("-0", "0"), 0);
+  EXPECT_EQ(compare_decimal("10", "9"), 1);
+  EXPECT_EQ(compare_decimal("", "1"), std::nullopt);
+  EXPECT_EQ(compare_decimal("-", "1"), std::nullopt);
+  EXPECT_EQ(compare_decimal("1 2", "1"), std::nullopt);
+  EXPECT_EQ(compare_decimal("+1", "1"), std::nullopt);
+  EXPECT_EQ(compare_decimal("0x10", "1"), std::nullopt);
+}

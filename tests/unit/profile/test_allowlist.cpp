@@ -2,6 +2,7 @@
 // into this test as C) and the library's (lib/src/profile/allow.cpp) read the
 // same trees and limits (kmod/include/mltune_knobs_allow.h) and must give the
 // same verdict on every path and profile name.
+#include "mltune/parse.hpp"
 #include "mltune/profile.hpp"
 #include "mltune_allow.h"
 #include "profile/allow.hpp"
@@ -122,6 +123,42 @@ TEST(Allowlist, ModuleAndLibraryAgreeOnPaths) {
 TEST(Allowlist, ModuleAndLibraryAgreeOnNames) {
   for (const auto &n : name_corpus()) {
     EXPECT_EQ(module_name_ok(n), profile_name_allowed(n)) << "name '" << n << "' (" << n.size() << " bytes)";
+  }
+}
+
+// Knob bounds (at_least / at_most): the module's comparison and the library's.
+TEST(Allowlist, ModuleAndLibraryCompareBoundsAlike) {
+  const std::vector<std::string> nums = {"0",
+                                         "-0",
+                                         "1",
+                                         "-1",
+                                         "007",
+                                         "10",
+                                         "9",
+                                         "2097152",
+                                         "2097151",
+                                         "-2097152",
+                                         "9223372036854775807",
+                                         "9223372036854775808",
+                                         "18446744073709551615",
+                                         "99999999999999999999999",
+                                         "",
+                                         "-",
+                                         "+1",
+                                         "1 2",
+                                         "0x10",
+                                         "1a",
+                                         "--1"};
+  for (const auto &a : nums) {
+    for (const auto &b : nums) {
+      int res = 7;
+      const bool ok = mltune_int_cmp(a.data(), a.size(), b.data(), b.size(), &res);
+      const auto lib = compare_decimal(a, b);
+      ASSERT_EQ(ok, lib.has_value()) << "'" << a << "' vs '" << b << "'";
+      if (ok) {
+        EXPECT_EQ(res, *lib) << "'" << a << "' vs '" << b << "'";
+      }
+    }
   }
 }
 

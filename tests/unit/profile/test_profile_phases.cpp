@@ -85,18 +85,51 @@ TEST(ProfilePhases, KnobsInFileOrder) {
   EXPECT_EQ(k.origin, "t.toml:4");
 }
 
+TEST(ProfilePhases, Bounds) {
+  const auto e = parse_knobs(doc_of("[sysctl]\n\"fs.file-max\" = { at_least = 2097152 }\n"
+                                    "\"vm.x\" = { at_most = -3 }\n"
+                                    "\"vm.y\" = { at_least = \"99999999999999999999999\" }\n"),
+                             "t.toml");
+  ASSERT_TRUE(e.ok()) << error_of(e);
+  ASSERT_EQ(e->size(), 3U);
+  const Knob &fm = (*e)[0].knob;
+  EXPECT_EQ(fm.cmp, KnobCmp::at_least);
+  EXPECT_EQ(fm.value, "2097152");
+  EXPECT_EQ(fm.wanted(), ">= 2097152");
+  EXPECT_TRUE(fm.satisfied_by("2097152"));
+  EXPECT_TRUE(fm.satisfied_by("9999999\n"));
+  EXPECT_TRUE(fm.satisfied_by("9223372036854775807"));
+  EXPECT_FALSE(fm.satisfied_by("2097151"));
+  EXPECT_FALSE(fm.satisfied_by("madvise"));
+  EXPECT_FALSE(fm.satisfied_by(""));
+  const Knob &x = (*e)[1].knob;
+  EXPECT_EQ(x.cmp, KnobCmp::at_most);
+  EXPECT_EQ(x.wanted(), "<= -3");
+  EXPECT_TRUE(x.satisfied_by("-4"));
+  EXPECT_FALSE(x.satisfied_by("0"));
+  EXPECT_EQ((*e)[2].knob.value, "99999999999999999999999");
+  EXPECT_FALSE((*e)[2].knob.satisfied_by("18446744073709551615"));
+}
+
 TEST(ProfilePhases, KnobErrors) {
   const std::pair<const char *, const char *> bad[] = {
       {"[sysctl]\n\"vm\" = { value = 1 }\n", "t.toml:2: invalid sysctl name 'vm'"},
       {"[sysctl]\n\"vm.x\" = 1\n", "t.toml:2: vm.x: expected { value = ..., reason = \"...\" }"},
       {"[sysctl]\n\"vm.x\" = { reason = \"r\" }\n", "t.toml:2: vm.x: missing value"},
       {"[sysctl]\n\"vm.x\" = { value = 1.5 }\n", "t.toml:2: vm.x: value must be an integer or a string"},
-      {"[sysctl]\n\"vm.x\" = { value = 1, optional = 1 }\n", "t.toml:2: vm.x: optional must be true, false or \"missing\""},
+      {"[sysctl]\n\"vm.x\" = { value = 1, optional = 1 }\n",
+       "t.toml:2: vm.x: optional must be true, false or \"missing\""},
       {"[sysctl]\n\"vm.x\" = { value = 1, optional = \"absent\" }\n",
        "t.toml:2: vm.x: optional must be true, false or \"missing\""},
       {"[sysctl]\n\"vm.x\" = { value = 1, reason = 1 }\n", "t.toml:2: vm.x: reason must be a string"},
       {"[sysctl]\n\"vm.x\" = { value = 1, why = 1 }\n",
-       "t.toml:2: vm.x: unknown key 'why' (expected value, optional, reason)"},
+       "t.toml:2: vm.x: unknown key 'why' (expected value, at_least, at_most, optional, reason)"},
+      {"[sysctl]\n\"vm.x\" = { at_least = \"many\" }\n", "t.toml:2: vm.x: at_least must be an integer"},
+      {"[sysctl]\n\"vm.x\" = { at_most = 1.5 }\n", "t.toml:2: vm.x: at_most must be an integer"},
+      {"[sysctl]\n\"vm.x\" = { value = 1, at_least = 2 }\n",
+       "t.toml:2: vm.x: give one of value, at_least, at_most (not at_least and value)"},
+      {"[sysctl]\n\"vm.x\" = { at_most = 1, at_least = 2 }\n",
+       "t.toml:2: vm.x: give one of value, at_least, at_most (not at_least and at_most)"},
       {"[sysctl]\n\"vm.x\" = { value = \"a  b\" }\n",
        "t.toml:2: vm.x: value must be non-empty, one line, without extra spaces"},
       {"[sysfs]\n\"class/net/x\" = { value = 1 }\n", "t.toml:2: sysfs path 'class/net/x' is outside the allowed"},

@@ -49,6 +49,34 @@ TEST_F(Switch, DirectSwitchThenVerify) {
   EXPECT_TRUE(root.exists(k_state_file));
 }
 
+// Limits are bounds (at_least): a switch never lowers a larger value and
+// verify accepts it; a value below the bound is raised to it.
+TEST_F(Switch, BoundsKeepLargerLimits) {
+  fake.set("/proc/sys/fs/file-max", "9999999");
+  auto plan = plan_switch(training, root);
+  ASSERT_TRUE(plan) << plan.error().message;
+  const auto step = [&](std::string_view key) {
+    return std::find_if(plan->steps.begin(), plan->steps.end(), [&](auto &s) { return s.key == key; })->action;
+  };
+  EXPECT_EQ(step("fs.file-max"), PlanStep::Action::unchanged);
+  EXPECT_EQ(step("vm.max_map_count"), PlanStep::Action::write);
+  auto rep = switch_direct(training, root, *plan);
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_EQ(fake.get("/proc/sys/fs/file-max"), "9999999");
+  EXPECT_EQ(fake.get("/proc/sys/vm/max_map_count"), "1048576");
+  EXPECT_TRUE(matches(training, root));
+  fake.set("/proc/sys/vm/max_map_count", "2000000");
+  EXPECT_TRUE(matches(training, root));
+  fake.set("/proc/sys/fs/file-max", "2097151");
+  EXPECT_FALSE(matches(training, root));
+}
+
+TEST_F(Switch, KernelListMarksBounds) {
+  const std::string list = kernel_knob_list(training, root);
+  EXPECT_NE(list.find("\n>/proc/sys/fs/file-max 2097152\n"), std::string::npos) << list;
+  EXPECT_NE(list.find("\n/proc/sys/vm/swappiness 1\n"), std::string::npos) << list;
+}
+
 TEST_F(Switch, RequiredKnobMissingFailsBeforeAnyWrite) {
   std::filesystem::remove(root.path("/proc/sys/vm/overcommit_memory"));
   const auto before = fake.snapshot();
@@ -70,8 +98,8 @@ TEST_F(Switch, MissingOkKnobsAbsentAreSkipped) {
   EXPECT_EQ(rep->skipped.size(), 5U);
   EXPECT_TRUE(matches(training, root));
   const auto st = compare(training, root);
-  const auto numa = std::find_if(st.begin(), st.end(),
-                                 [](const KnobStatus &s) { return s.knob->key == "kernel.numa_balancing"; });
+  const auto numa =
+      std::find_if(st.begin(), st.end(), [](const KnobStatus &s) { return s.knob->key == "kernel.numa_balancing"; });
   ASSERT_NE(numa, st.end());
   EXPECT_EQ(numa->state, KnobState::missing);
   EXPECT_FALSE(numa->counts());

@@ -10,8 +10,8 @@
 namespace mltune {
 
 enum class KnobState {
-  match,      // current == wanted
-  differs,    // current != wanted
+  match,      // the current value satisfies the knob (Knob::satisfied_by)
+  differs,    // it does not
   missing,    // the knob's file does not exist on this node
   unreadable, // exists but could not be read
 };
@@ -24,14 +24,12 @@ struct KnobStatus {
   std::string error; // for unreadable
   // A difference that makes the node not match (required knob not matching).
   // Whether the node lacking or refusing the value is allowed (never a difference).
-  [[nodiscard]] bool allowed() const {
-    return knob->optional || (knob->if_present && state == KnobState::missing);
-  }
+  [[nodiscard]] bool allowed() const { return knob->optional || (knob->if_present && state == KnobState::missing); }
   [[nodiscard]] bool counts() const { return state != KnobState::match && !allowed(); }
 };
 
 std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root);
-// True when the value read from the node equals the wanted value.
+// True when the value read from the node equals the wanted value exactly.
 bool values_equal(std::string_view current, std::string_view wanted);
 
 struct ProfileDiffEntry {

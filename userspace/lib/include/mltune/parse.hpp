@@ -14,6 +14,7 @@
 #include <concepts>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mltune {
@@ -79,6 +80,41 @@ template <std::integral T> std::optional<T> parse_int(std::string_view s, int ba
     return std::nullopt;
   }
   return v;
+}
+
+// A decimal integer of any length: an optional '-', then one or more digits.
+constexpr bool is_decimal(std::string_view s) {
+  if (!s.empty() && s.front() == '-') {
+    s.remove_prefix(1);
+  }
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Compares two decimal integers of any length without overflow (the
+// kernel's fs.file-max reads 9223372036854775807): <0, 0 or >0 as `a` is
+// less than, equal to or greater than `b`; nullopt when either is not
+// is_decimal().  The module's mltune_int_cmp() (kmod/mltune_allow.c) gives
+// the same answers (tests/unit/profile/test_allowlist.cpp).
+constexpr std::optional<int> compare_decimal(std::string_view a, std::string_view b) {
+  if (!is_decimal(a) || !is_decimal(b)) {
+    return std::nullopt;
+  }
+  auto split = [](std::string_view s) {
+    const bool neg = s.front() == '-';
+    s.remove_prefix(neg ? 1 : 0);
+    while (s.size() > 1 && s.front() == '0') {
+      s.remove_prefix(1);
+    }
+    return std::pair{neg && s != "0", s};
+  };
+  const auto [aneg, amag] = split(a);
+  const auto [bneg, bmag] = split(b);
+  if (aneg != bneg) {
+    return aneg ? -1 : 1;
+  }
+  int mag = amag.size() != bmag.size() ? (amag.size() < bmag.size() ? -1 : 1) : amag.compare(bmag);
+  mag = mag < 0 ? -1 : (mag > 0 ? 1 : 0);
+  return aneg ? -mag : mag;
 }
 
 } // namespace mltune

@@ -19,17 +19,29 @@ inline constexpr size_t k_max_profile_bytes = size_t{1} << 20;
 
 enum class KnobKind { sysctl, sysfs };
 
+// How a knob's value is held: `value` exactly, or `at_least` / `at_most`,
+// a bound (a decimal integer) that a node value already beyond it
+// satisfies, so that a limit set higher by the site is never lowered.
+enum class KnobCmp { exact, at_least, at_most };
+// The profile key of each: "value", "at_least", "at_most".
+std::string_view to_string(KnobCmp c);
+
 struct Knob {
   KnobKind kind = KnobKind::sysctl;
-  std::string key;   // "vm.swappiness" or "kernel/mm/transparent_hugepage/enabled"
-  std::string value; // as written in the profile (integers in decimal)
+  std::string key;         // "vm.swappiness" or "kernel/mm/transparent_hugepage/enabled"
+  std::string value;       // as written in the profile (integers in decimal)
   bool optional = false;   // optional = true: skipped where missing or where the value is refused
   bool if_present = false; // optional = "missing": skipped only where the kernel lacks the file
   std::string reason;
-  std::string origin; // "training.toml:7" - where the effective value came from
+  std::string origin;           // "training.toml:7" - where the effective value came from
+  KnobCmp cmp = KnobCmp::exact; // with at_least / at_most, `value` is the bound
 
   // Absolute node path: /proc/sys/vm/swappiness, /sys/kernel/mm/...
   [[nodiscard]] std::string path() const;
+  // The value as people read it: "madvise", ">= 2097152", "<= 10".
+  [[nodiscard]] std::string wanted() const;
+  // Whether a value read from the node (normalised) satisfies the knob.
+  [[nodiscard]] bool satisfied_by(std::string_view current) const;
 };
 
 struct Profile {

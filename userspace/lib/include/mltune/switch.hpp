@@ -68,8 +68,9 @@ Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const S
 bool kernel_backend_present(const Sysroot &root);
 Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root);
 Result<SwitchReport> restore_baseline_kernel(const Sysroot &root);
-// The module's knob-list format for a profile on this node ("PATH VALUE"
-// lines, '?' = skipped where missing or refused).
+// The module's knob-list format for a profile on this node ("[FLAGS]PATH
+// VALUE" lines; '?' = skipped where missing or refused, '>' / '<' = at
+// least / at most VALUE).
 std::string kernel_knob_list(const Profile &profile, const Sysroot &root);
 
 // What a backend has active, which undo_switch() goes back to.

@@ -96,7 +96,7 @@ void audit_knobs(const Profile &profile, const Sysroot &root, std::vector<Findin
               k.kind == KnobKind::sysctl ? "sysctl" : "sysfs",
               Severity::ok,
               st.current,
-              k.value,
+              k.wanted(),
               cat != nullptr ? std::string(cat->impact) : k.reason,
               {}};
     switch (st.state) {
@@ -190,8 +190,8 @@ void audit_memory(const Profile &profile, const Sysroot &root, std::vector<Findi
   for (const auto &[key, value] : must) {
     if (profile.find(key) == nullptr) {
       const bool sysfs = key.find('/') != std::string_view::npos;
-      extra.knobs.push_back({sysfs ? KnobKind::sysfs : KnobKind::sysctl, std::string(key), std::string(value), true, false,
-                             "recommended for ML nodes", "audit"});
+      extra.knobs.push_back({sysfs ? KnobKind::sysfs : KnobKind::sysctl, std::string(key), std::string(value), true,
+                             false, "recommended for ML nodes", "audit"});
     }
   }
   audit_knobs(extra, root, out);

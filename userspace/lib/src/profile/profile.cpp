@@ -97,6 +97,32 @@ std::string Knob::path() const {
   return p;
 }
 
+std::string_view to_string(KnobCmp c) {
+  switch (c) {
+  case KnobCmp::exact: return "value";
+  case KnobCmp::at_least: return "at_least";
+  case KnobCmp::at_most: return "at_most";
+  }
+  return "?";
+}
+
+std::string Knob::wanted() const {
+  switch (cmp) {
+  case KnobCmp::exact: break;
+  case KnobCmp::at_least: return ">= " + value;
+  case KnobCmp::at_most: return "<= " + value;
+  }
+  return value;
+}
+
+bool Knob::satisfied_by(std::string_view current) const {
+  if (cmp == KnobCmp::exact) {
+    return normalize_value(current) == normalize_value(value);
+  }
+  const auto c = compare_decimal(trim(current), value);
+  return c && (cmp == KnobCmp::at_least ? *c >= 0 : *c <= 0);
+}
+
 const Knob *Profile::find(std::string_view key) const {
   const auto it = std::find_if(knobs.begin(), knobs.end(), [&](const Knob &k) { return k.key == key; });
   return it == knobs.end() ? nullptr : &*it;
@@ -427,18 +453,27 @@ Result<Knob> parse_knob(KnobKind kind, const toml::key &k, const toml::node &v, 
     return input_error(at + ": " + key + ": expected { value = ..., reason = \"...\" }");
   }
   Knob knob{kind, key, {}, false, false, {}, at};
-  bool have_value = false;
+  std::string value_key; // which of value, at_least, at_most was given
   for (const auto &[fk, fv] : *spec) {
     const std::string fat = where(display, fk.source());
-    if (fk == "value") {
+    if (fk == "value" || fk == "at_least" || fk == "at_most") {
+      if (!value_key.empty()) {
+        const std::string other(fk.str());
+        return input_error(fat + ": " + key + ": give one of value, at_least, at_most (not " +
+                           std::min(other, value_key) + " and " + std::max(other, value_key) + ")");
+      }
+      value_key = fk.str();
+      knob.cmp = fk == "value" ? KnobCmp::exact : fk == "at_least" ? KnobCmp::at_least : KnobCmp::at_most;
       if (const auto *i = fv.as_integer()) {
         knob.value = std::to_string(i->get());
-      } else if (const auto *s = fv.as_string()) {
+      } else if (const auto *s = fv.as_string(); s != nullptr && knob.cmp == KnobCmp::exact) {
         knob.value = s->get();
+      } else if (s != nullptr && is_decimal(s->get())) {
+        knob.value = s->get(); // a bound beyond TOML's 64-bit integers
       } else {
-        return input_error(fat + ": " + key + ": value must be an integer or a string");
+        return input_error(fat + ": " + key + ": " + value_key +
+                           (knob.cmp == KnobCmp::exact ? " must be an integer or a string" : " must be an integer"));
       }
-      have_value = true;
     } else if (fk == "optional") {
       if (fv.is_boolean()) {
         knob.optional = *fv.value<bool>();
@@ -456,11 +491,11 @@ Result<Knob> parse_knob(KnobKind kind, const toml::key &k, const toml::node &v, 
       knob.reason = *fv.value<std::string>();
     } else {
       return input_error(fat + ": " + key + ": unknown key '" + std::string(fk.str()) +
-                         "' (expected value, optional, reason)");
+                         "' (expected value, at_least, at_most, optional, reason)");
     }
   }
-  if (!have_value) {
-    return input_error(at + ": " + key + ": missing value");
+  if (value_key.empty()) {
+    return input_error(at + ": " + key + ": missing value (or at_least, at_most)");
   }
   if (auto st = check_knob_value(knob, at); !st) {
     return st.error();

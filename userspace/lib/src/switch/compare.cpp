@@ -33,7 +33,7 @@ std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root) {
       st.error = cur.error().message;
     } else {
       st.current = std::move(*cur);
-      st.state = values_equal(st.current, k.value) ? KnobState::match : KnobState::differs;
+      st.state = k.satisfied_by(st.current) ? KnobState::match : KnobState::differs;
     }
     out.push_back(std::move(st));
   }
@@ -45,14 +45,14 @@ std::vector<ProfileDiffEntry> diff_profiles(const Profile &a, const Profile &b) 
   for (const auto &k : a.knobs) {
     const Knob *o = b.find(k.key);
     if (o == nullptr) {
-      out.push_back({k.key, k.value, {}});
-    } else if (!values_equal(k.value, o->value)) {
-      out.push_back({k.key, k.value, o->value});
+      out.push_back({k.key, k.wanted(), {}});
+    } else if (k.cmp != o->cmp || !values_equal(k.value, o->value)) {
+      out.push_back({k.key, k.wanted(), o->wanted()});
     }
   }
   for (const auto &k : b.knobs) {
     if (a.find(k.key) == nullptr) {
-      out.push_back({k.key, {}, k.value});
+      out.push_back({k.key, {}, k.wanted()});
     }
   }
   return out;

@@ -89,7 +89,8 @@ std::string kernel_knob_list(const Profile &profile, const Sysroot &root) {
     // optional = "missing": '?' only where this kernel lacks the file, so
     // that where it exists a refused value fails the switch.
     const bool skip = k.optional || (k.if_present && !root.exists(k.path()));
-    out += (skip ? "?" : "") + k.path() + " " + k.value + "\n";
+    const char *bound = k.cmp == KnobCmp::at_least ? ">" : k.cmp == KnobCmp::at_most ? "<" : "";
+    out += (skip ? "?" : "") + std::string(bound) + k.path() + " " + k.value + "\n";
   }
   return out;
 }

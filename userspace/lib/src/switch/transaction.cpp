@@ -116,7 +116,7 @@ Status KnobStep::verify() {
   size_t n = 0;
   for (const auto &k : compare(profile_, root_)) {
     if (k.counts()) {
-      differs += (n++ == 0 ? "" : ", ") + k.knob->key + " reads '" + k.current + "', wanted '" + k.knob->value + "'";
+      differs += (n++ == 0 ? "" : ", ") + k.knob->key + " reads '" + k.current + "', wanted '" + k.knob->wanted() + "'";
     }
   }
   if (n > 0) {
