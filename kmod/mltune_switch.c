@@ -342,12 +342,20 @@ static int mltune_apply(void *arg)
 		}
 		sl->state = MLTUNE_SLOT_WRITTEN;
 		sw->nr_written++;
-		if (sl->base) {
+	}
+	sw->err = err;
+	/*
+	 * The baseline learns the knobs a switch wrote only when it applied:
+	 * a rolled-back switch leaves every file of the tree as it was.
+	 */
+	for (i = 0; !err && i < sw->nr; i++) {
+		struct mltune_slot *sl = &sw->slots[i];
+
+		if (sl->base && sl->state == MLTUNE_SLOT_WRITTEN) {
 			mltune_base_add(sl->base);
 			sl->base = NULL;
 		}
 	}
-	sw->err = err;
 	/* Roll back in reverse; keep going past errors, report the first. */
 	for (i = sw->nr; err && i-- > 0; ) {
 		struct mltune_slot *sl = &sw->slots[i];

@@ -304,6 +304,38 @@ TEST(rollback_at_every_position)
 	EXPECT_EQ(0, remove_profile("rb_a"));
 }
 
+/*
+ * A rolled-back switch changes no file of the tree: knobs it wrote before
+ * the failing one do not enter the baseline (found by hostile_test).
+ */
+TEST(rolled_back_switch_keeps_baseline)
+{
+	static const char knob[] = "/proc/sys/net/ipv4/tcp_keepalive_intvl";
+	char cur[64], text[512], *before, *after;
+	long v;
+
+	ASSERT_EQ(0, knob_read(knob, cur, sizeof(cur)));
+	before = slurp(BASELINE_FILE);
+	ASSERT_NE(NULL, before);
+	if (strstr(before, knob)) {
+		free(before);
+		SKIP(return, "%s is in the baseline already", knob);
+	}
+	v = strtol(cur, NULL, 10);
+	snprintf(text, sizeof(text), "%s %d\n/proc/sys/vm/swappiness bogus\n",
+		 knob, v == 75 ? 76 : 75);
+	ASSERT_EQ(0, define_profile("rbb", text));
+	EXPECT_EQ(-EINVAL, switch_to("rbb"));
+	after = slurp(BASELINE_FILE);
+	ASSERT_NE(NULL, after);
+	EXPECT_STREQ(before, after);
+	free(before);
+	free(after);
+	ASSERT_EQ(0, knob_read(knob, text, sizeof(text)));
+	EXPECT_STREQ(cur, text);
+	EXPECT_EQ(0, remove_profile("rbb"));
+}
+
 TEST(optional_knob_skipped)
 {
 	char last[4096];
