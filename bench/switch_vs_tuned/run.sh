@@ -36,7 +36,7 @@ mkdir -p "$SNAP" "$SCRATCH/profiles/mltune-bench" "$SCRATCH/storage"
 	for kind in sysctl sysfs; do
 		echo "[$kind]"
 		"$MLTUNECTL" --json profile show "$PROFILE" | jq -r --arg k "$kind" '.knobs[] | select(.kind == $k) |
-			"\(.path)\t\"\(.key)\" = { value = \(.value | @json), reason = \"as in training\"\(if .optional then ", optional = true" else "" end) }"' |
+			"\(.path)\t\"\(.key)\" = { \(.compare) = \(.value | @json), reason = \"as in training\"\(if .optional == true then ", optional = true" elif .optional == "missing" then ", optional = \"missing\"" else "" end) }"' |
 			while IFS=$'\t' read -r path line; do [ -e "$path" ] && echo "$line"; done
 	done
 } >"$SCRATCH/mltune-bench.toml"
@@ -48,7 +48,7 @@ while IFS=$'\t' read -r path _; do
 	sed 's/.*\[\(.*\)\].*/\1/' "$path" >"$(snapname "$path")"
 done <"$SCRATCH/knobs.tsv"
 had_state=0
-[ -e /var/lib/mltune/baseline.json ] && { had_state=1; cp /var/lib/mltune/baseline.json "$SCRATCH/state.json"; }
+[ -e /run/mltune/baseline.json ] && { had_state=1; cp /run/mltune/baseline.json "$SCRATCH/state.json"; }
 
 cat >"$SCRATCH/restore.sh" <<EOS
 #!/bin/bash
@@ -56,14 +56,14 @@ while IFS=\$'\t' read -r path _; do
 	f="$SNAP/\$(echo "\$path" | tr / _)"
 	cat "\$f" >"\$path" 2>/dev/null || echo "restore failed: \$path" >&2
 done <"$SCRATCH/knobs.tsv"
-rm -f /var/lib/mltune/baseline.json
+rm -f /run/mltune/baseline.json
 EOS
 chmod +x "$SCRATCH/restore.sh"
 
 cleanup() {
 	"$SCRATCH/restore.sh"
-	if [ "$had_state" = 1 ]; then cp "$SCRATCH/state.json" /var/lib/mltune/baseline.json; fi
-	rmdir /var/lib/mltune 2>/dev/null || true
+	if [ "$had_state" = 1 ]; then cp "$SCRATCH/state.json" /run/mltune/baseline.json; fi
+	rmdir /run/mltune 2>/dev/null || true
 	# Verify that every knob is back.
 	local bad=0
 	while IFS=$'\t' read -r path _; do

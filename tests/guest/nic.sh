@@ -76,12 +76,9 @@ done
 [ "$before" = "$(state)" ] || bad=1
 [ $bad = 0 ] && t_ok "bad input: exit 2, nothing changed" || t_fail "bad input"
 
-# Restore what the test bed had (IRQ affinities stay on housekeeping CPUs).
-ethtool -G eth0 rx 256 tx 256 2>/dev/null; ethtool -C eth0 rx-usecs 3 2>/dev/null
+# Everything mltune changed back as it found it (IRQ affinities and RPS
+# included), then the test's own channel change of eth1.
+$M off >/dev/null || echo "# mltunectl off failed"
 ethtool -L eth1 combined 4 2>/dev/null
-for q in /sys/class/net/eth0/queues/rx-* /sys/class/net/eth1/queues/rx-*; do
-	echo 0 >"$q/rps_cpus"; echo 0 >"$q/rps_flow_cnt"
-done 2>/dev/null
-echo 0 >/proc/sys/net/core/rps_sock_flow_entries 2>/dev/null
 echo "$orig" | sed 's/^/# original: /'
 t_done

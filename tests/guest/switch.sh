@@ -11,7 +11,7 @@ M=/usr/sbin/mltunectl
 
 # Knob paths of a profile, from "name = value ... # file:line" lines.
 knob_paths() {
-	"$M" profile show "$1" | sed -n 's/^\([^# ][^ ]*\) = .*/\1/p' | while read -r k; do
+	"$M" profile show "$1" | sed -nE 's/^([^# ][^ ]*) (=|>=|<=) .*/\1/p' | while read -r k; do
 		case $k in
 		*/*) echo "/sys/$k" ;;
 		*) echo "/proc/sys/$(echo "$k" | tr . /)" ;;

@@ -57,6 +57,28 @@ public:
   }
 };
 
+// A NicBackend that forwards to a FakeBackend the test keeps (a step owns its
+// backend; the test still sees the devices).
+class SharedBackend final : public NicBackend {
+public:
+  explicit SharedBackend(FakeBackend &b) : b_(b) {}
+  Result<std::vector<std::string>> interfaces() override { return b_.interfaces(); }
+  Result<NicDevice> probe(const std::string &ifname) override { return b_.probe(ifname); }
+  Status set(const std::string &ifname, const std::string &group, const NicValues &values) override {
+    return b_.set(ifname, group, values);
+  }
+  Result<std::string> read_global(const std::string &key) override { return b_.read_global(key); }
+  Result<std::vector<unsigned>> node_cpus(int n) override { return b_.node_cpus(n); }
+  int irqbalance_pid() override { return b_.irqbalance_pid(); }
+  Result<std::string> irqbalance(const std::string &mode, const std::vector<unsigned> &banned,
+                                 const std::vector<int> &irqs) override {
+    return b_.irqbalance(mode, banned, irqs);
+  }
+
+private:
+  FakeBackend &b_;
+};
+
 inline NicDevice e1000e() {
   NicDevice d;
   d.name = "eth0";

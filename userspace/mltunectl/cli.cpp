@@ -46,7 +46,8 @@ constexpr Subcommand k_subcommands[] = {
     {"nic", register_nic},         {"topology", register_topology}, {"plan", register_plan},
     {"boot", register_boot},       {"sched", register_sched},       {"feeder", register_feeder},
     {"pool", register_pool},       {"config", register_config},     {"exec", register_exec},
-    {"noise", register_noise},     {"drift", register_drift},
+    {"noise", register_noise},     {"drift", register_drift},       {"off", register_node},
+    {"active", register_node},     {"status", register_node},
 };
 
 // Registering every subcommand's options costs more than the work of a

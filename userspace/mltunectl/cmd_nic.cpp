@@ -1,6 +1,8 @@
 // mltunectl nic show|diff|apply [IFACE]
 #include "cli.hpp"
 
+#include "mltune/node.hpp"
+
 #include "mltune/cpulist.hpp"
 #include "mltune/nic.hpp"
 
@@ -159,6 +161,17 @@ void run_apply(Context &ctx, const NicArgs &a, bool diff_only) {
     return ctx.fail(be.error());
   }
   NicOptions opts{a.iface, a.skip_unsupported};
+  const Sysroot root = ctx.root();
+  std::optional<NodeLock> lock;
+  if (!diff_only && !ctx.dry_run) {
+    // What this changes first is recorded for `mltunectl off`.
+    auto l = NodeLock::acquire(root);
+    if (!l) {
+      return ctx.fail(l.error());
+    }
+    lock = std::move(*l);
+    opts.record_baseline = &root;
+  }
   auto rep = nic_apply(*rules, **be, opts, diff_only || ctx.dry_run);
   if (!rep) {
     return ctx.fail(rep.error());

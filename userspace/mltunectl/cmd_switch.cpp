@@ -1,10 +1,12 @@
 // mltunectl switch PROFILE [--backend auto|kernel|direct]
 #include "cli.hpp"
 
+#include "mltune/node.hpp"
 #include "mltune/switch.hpp"
 #include "mltune/transaction.hpp"
 
 #include <array>
+#include <cstdlib>
 #include <ostream>
 #include <string_view>
 
@@ -21,7 +23,43 @@ std::string_view action_name(PlanStep::Action a) {
   return "?";
 }
 
-void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend) {
+nlohmann::json nic_json(const NicReport &r, bool applied) {
+  nlohmann::json ch = nlohmann::json::array();
+  for (const auto &c : applied ? r.applied : r.plan.changes) {
+    ch.push_back({{"interface", c.ifname}, {"setting", c.key}, {"from", c.from}, {"to", c.to}, {"origin", c.origin}});
+  }
+  nlohmann::json sk = nlohmann::json::array();
+  for (const auto &s : r.skipped) {
+    sk.push_back({{"interface", s.ifname}, {"setting", s.key}, {"why", s.why}});
+  }
+  return {{applied ? "applied" : "changes", ch}, {"skipped", sk}, {"notes", r.notes}};
+}
+
+nlohmann::json sched_json(const SchedReport &r) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto &x : r.actions) {
+    a.push_back({{"pid", x.pid},
+                 {"tid", x.tid},
+                 {"comm", x.comm},
+                 {"rule", x.rule},
+                 {"result", x.result},
+                 {"before", x.before.describe()},
+                 {"after", x.after.describe()},
+                 {"message", x.message}});
+  }
+  return {{"actions", a}, {"notes", r.notes}};
+}
+
+// Every domain of the switch that has something to say, for --json.
+nlohmann::json domains_json(ProfileSwitch &sw, bool dry_run) {
+  nlohmann::json d = nlohmann::json::object();
+  const auto &nic = dry_run ? sw.nic().planned() : sw.nic().applied();
+  d["nic"] = nic ? nic_json(*nic, !dry_run) : nlohmann::json(nullptr);
+  d["sched"] = sw.sched().applied() ? sched_json(*sw.sched().applied()) : nlohmann::json(nullptr);
+  return d;
+}
+
+void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend, ProfileSwitch *sw) {
   if (ctx.json) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto &s : plan.steps) {
@@ -33,7 +71,11 @@ void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend) {
                        {"optional", s.optional},
                        {"note", s.note}});
     }
-    ctx.emit({{"profile", plan.profile}, {"backend", to_string(backend)}, {"dry_run", true}, {"steps", steps}});
+    ctx.emit({{"profile", plan.profile},
+              {"backend", to_string(backend)},
+              {"dry_run", true},
+              {"steps", steps},
+              {"domains", sw != nullptr ? domains_json(*sw, true) : nlohmann::json(nullptr)}});
     return;
   }
   *ctx.out << "plan: switch to '" << plan.profile << "' with the " << to_string(backend) << " backend\n";
@@ -43,13 +85,17 @@ void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend) {
   }
 }
 
-void print_report(Context &ctx, const SwitchReport &r) {
+void print_report(Context &ctx, const SwitchReport &r, ProfileSwitch *sw = nullptr) {
   if (ctx.json) {
-    ctx.emit({{"profile", r.profile},
-              {"backend", to_string(r.backend)},
-              {"written", r.written},
-              {"skipped", r.skipped},
-              {"detail", r.detail}});
+    nlohmann::json j{{"profile", r.profile},
+                     {"backend", to_string(r.backend)},
+                     {"written", r.written},
+                     {"skipped", r.skipped},
+                     {"detail", r.detail}};
+    if (sw != nullptr) {
+      j["domains"] = domains_json(*sw, false);
+    }
+    ctx.emit(j);
     return;
   }
   *ctx.out << "switched to '" << r.profile << "' (" << to_string(r.backend) << " backend, " << r.written.size()
@@ -75,7 +121,11 @@ void switch_baseline(Context &ctx, const Sysroot &root, Backend backend) {
         plan.steps.push_back({path, path, value, cur ? *cur : "", false, PlanStep::Action::write, {}});
       }
     }
-    return print_plan(ctx, plan, backend);
+    return print_plan(ctx, plan, backend, nullptr);
+  }
+  auto lock = NodeLock::acquire(root);
+  if (!lock) {
+    return ctx.fail(lock.error());
   }
   auto rep = backend == Backend::kernel ? restore_baseline_kernel(root) : restore_baseline_direct(root);
   if (!rep) {
@@ -102,33 +152,43 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   }
   // One transaction: every step is planned (the NIC settings validated)
   // before any is applied; a step that fails rolls back those before it.
-  KnobStep knobs(*p, root, backend);
-  NicStep nic(*p, root);
-  const std::array<Step *, 2> steps{&knobs, &nic};
+  ProfileSwitch sw(*p, root, backend);
   TransactionOptions opt;
   opt.dry_run = ctx.dry_run;
+  if (const char *f = std::getenv("MLTUNE_FAIL_STEP")) { // tests: Documentation/mltunectl.rst
+    opt.fail_after = f;
+  }
   if (ctx.verbose > 0 && !ctx.json) {
     opt.progress = [&ctx](std::string_view step, std::string_view phase) {
       *ctx.err << "mltunectl: " << step << ": " << phase << "\n";
     };
   }
-  auto done = run_transaction(steps, opt);
+  auto done = sw.run(opt);
   if (!done) {
     return ctx.fail(done.error());
   }
   if (ctx.dry_run) {
-    if (nic.planned() && !ctx.json) {
-      print_nic_changes(ctx, *nic.planned(), false);
+    if (sw.nic().planned() && !ctx.json) {
+      print_nic_changes(ctx, *sw.nic().planned(), false);
     }
-    print_plan(ctx, knobs.switch_plan(), backend);
+    print_plan(ctx, sw.knobs().switch_plan(), backend, &sw);
     if (backend == Backend::kernel && !ctx.json && ctx.verbose > 0) {
       *ctx.out << "knob list for the module:\n" << kernel_knob_list(*p, ctx.root());
     }
     return;
   }
-  print_report(ctx, knobs.report());
-  if (nic.applied() && !ctx.json) {
-    print_nic_changes(ctx, *nic.applied(), true);
+  print_report(ctx, sw.knobs().report(), &sw);
+  if (ctx.json) {
+    return;
+  }
+  if (sw.nic().applied()) {
+    print_nic_changes(ctx, *sw.nic().applied(), true);
+  }
+  if (const auto &s = sw.sched().applied()) {
+    for (const auto &a : s->actions) {
+      *ctx.out << "sched\t" << a.result << "\t" << a.tid << " \"" << a.comm << "\" (rule " << a.rule
+               << "): " << a.after.describe() << (a.message.empty() ? "" : "; " + a.message) << "\n";
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include "mltune/compare.hpp"
 #include "mltune/drift.hpp"
+#include "mltune/node.hpp"
 
 #include <ostream>
 
@@ -12,39 +13,64 @@ namespace {
 
 void verify(Context &ctx, const std::string &name) {
   const Sysroot root = ctx.root();
-  auto p = ProfileLoader(&root).load(name);
+  const ProfileLoader loader(&root);
+  auto p = loader.load(name);
   if (!p) {
     return ctx.fail(p.error());
+  }
+  auto check = check_node(*p, root);
+  if (!check) {
+    return ctx.fail(check.error());
   }
   nlohmann::json diffs = nlohmann::json::array();
   const DriftLog drift = load_drift_log(root); // who wrote what (empty without the watcher)
   int counted = 0;
-  for (const auto &st : compare(*p, root)) {
-    if (st.state == KnobState::match) {
-      continue;
+  for (const auto &d : check->differences) {
+    counted += d.counts ? 1 : 0;
+    const Knob *k = d.domain == "knobs" ? p->find(d.key) : nullptr;
+    const auto by = k != nullptr ? drift.last_write(k->path()) : std::nullopt;
+    nlohmann::json j{{"domain", d.domain},
+                     {"key", d.key},
+                     {"expected", d.expected},
+                     {"current", d.current},
+                     {"state", d.state},
+                     {"optional", !d.counts},
+                     {"changed_by", by ? drift_write_json(*by) : nlohmann::json(nullptr)}};
+    if (k != nullptr) {
+      j["path"] = k->path();
     }
-    counted += st.counts() ? 1 : 0;
-    const auto by = drift.last_write(st.knob->path());
-    diffs.push_back({{"key", st.knob->key},
-                     {"path", st.knob->path()},
-                     {"expected", st.knob->wanted()},
-                     {"current", st.current},
-                     {"state", to_string(st.state)},
-                     {"optional", !st.counts()},
-                     {"changed_by", by ? drift_write_json(*by) : nlohmann::json(nullptr)}});
+    diffs.push_back(std::move(j));
     if (!ctx.json) {
-      *ctx.out << (st.counts() ? "- " : "  ") << st.knob->key << ": current '" << st.current << "', expected '"
-               << st.knob->wanted() << "'"
-               << (st.state == KnobState::differs ? "" : " (" + std::string(to_string(st.state)) + ")")
-               << (st.counts() ? "" : " [optional, ignored]") << (by ? "; changed by " + describe(*by) : "") << "\n";
+      *ctx.out << (d.counts ? "- " : "  ") << (d.domain == "knobs" ? "" : d.domain + " ") << d.key << ": current '"
+               << d.current << "', expected '" << d.expected << "'"
+               << (d.state == "differs" ? "" : " (" + d.state + ")") << (d.counts ? "" : " [optional, ignored]")
+               << (by ? "; changed by " + describe(*by) : "") << "\n";
     }
   }
   ctx.rc = counted == 0 ? k_exit_ok : k_exit_failed;
+  nlohmann::json domains = nlohmann::json::array();
+  std::string unchecked;
+  for (const auto &dc : check->domains) {
+    domains.push_back({{"domain", dc.domain}, {"state", dc.state}, {"checked", dc.checked}, {"note", dc.note}});
+    if (dc.state == "unchecked") {
+      unchecked += "; " + dc.domain + " not checked: " + dc.note;
+    }
+  }
   if (ctx.json) {
-    ctx.emit({{"profile", p->name}, {"match", counted == 0}, {"checked", p->knobs.size()}, {"differences", diffs}});
+    ctx.emit({{"profile", p->name},
+              {"match", counted == 0},
+              {"checked", p->knobs.size()},
+              {"domains", domains},
+              {"differences", diffs}});
   } else {
-    *ctx.out << p->name << ": " << (counted == 0 ? "node matches" : "node differs") << " (" << counted << " of "
-             << p->knobs.size() << " knobs differ)\n";
+    *ctx.out << p->name << ": " << (counted == 0 ? "node matches" : "node differs") << " (" << counted
+             << " difference(s); " << p->knobs.size() << " knobs";
+    for (const auto &dc : check->domains) {
+      if (dc.domain != "knobs" && dc.state != "not-applicable" && dc.state != "unchecked") {
+        *ctx.out << ", " << dc.checked << " " << (dc.domain == "nic" ? "NIC settings" : "threads");
+      }
+    }
+    *ctx.out << unchecked << ")\n";
   }
 }
 

@@ -82,6 +82,9 @@ TEST_F(Cli, EverySubcommandInTheHelpIsRegistered) {
     if (!(words >> name)) {
       continue;
     }
+    if (name.ends_with(",")) { // "active, status": a name and its aliases
+      name.pop_back();
+    }
     const auto r = run({name, "--help"});
     EXPECT_EQ(r.rc, 0) << name << ": " << r.err;
     EXPECT_NE(r.out.find("Usage: mltunectl " + name), std::string::npos) << name << ":\n" << r.out;

@@ -73,6 +73,7 @@ struct NicDevice {
   std::set<std::string> fixed;              // "features.NAME" the device cannot change
   std::set<std::string> unsupported_groups; // "channels" when the driver has no get_channels
   std::vector<int> irqs;                    // queue (MSI) IRQs of the device
+  bool up = true;                           // IFF_UP: a down NIC has no queue IRQs
   std::vector<std::string> rx_queues;       // "rx-0", ...
 };
 
@@ -204,6 +205,10 @@ struct NicPlan {
 struct NicOptions {
   std::string only;              // one interface, "" = all
   bool skip_unsupported = false; // failures with EOPNOTSUPP are skipped, not fatal
+  // Where to record, before the first write, the value of every setting
+  // mltune changes for the first time (the node baseline that `mltunectl
+  // off` restores); null: nothing is recorded (rollbacks, restores).
+  const Sysroot *record_baseline = nullptr;
 };
 
 // The settings the profile (plus `extra`) wants for a device, resolved

@@ -1,11 +1,13 @@
-// Transaction steps (mltune/transaction.hpp) for the parts of the node
-// configuration that are not a profile: the huge-page pool and the feeder
-// cores.  apply_config() (config.hpp) runs them after the profile's
-// KnobStep and NicStep.
+// Transaction steps (mltune/transaction.hpp) beside the KnobStep and
+// NicStep: the profile's scheduler rules, and the parts of the node
+// configuration that are not a profile (the huge-page pool and the feeder
+// cores).  apply_config() (config.hpp) runs them after the profile's
+// steps.
 #pragma once
 
 #include "mltune/cpulist.hpp"
 #include "mltune/feeder.hpp"
+#include "mltune/sched.hpp"
 #include "mltune/transaction.hpp"
 
 #include <cstdint>
@@ -16,6 +18,36 @@
 #include <vector>
 
 namespace mltune {
+
+// The profile's [[sched.rule]]s (sched.hpp).  plan() checks that every
+// rule's placement resolves; apply() is sched_apply() over every thread, and
+// a thread the kernel refused (no fallback admitted either) fails the step;
+// rollback() resets the threads apply() changed; verify() checks that every
+// thread a rule matches holds the rule's attributes (or its fallback's);
+// baseline() resets every thread mltune recorded (sched_reset()).  Without
+// a SchedSystem given, the live one is used on the live node only: on a
+// --sysroot tree the step does nothing (no host thread is touched).
+class SchedStep final : public Step {
+public:
+  SchedStep(const Profile &profile, const Sysroot &root, SchedSystem *sys = nullptr);
+  [[nodiscard]] std::string_view name() const override { return "sched"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  // What apply() did (nullopt when the step had nothing to do).
+  [[nodiscard]] const std::optional<SchedReport> &applied() const { return applied_; }
+  // Whether the step acts here: rules and a scheduler to talk to.
+  [[nodiscard]] bool active() const { return sys_ != nullptr && !profile_.sched_rules.empty(); }
+
+private:
+  const Profile &profile_;
+  std::unique_ptr<SchedSystem> live_;
+  SchedSystem *sys_;
+  std::optional<SchedReport> applied_;
+};
 
 // Pool reservations per NUMA node and the per-user quota (pool.hpp).
 // plan() checks that the module is loaded and every node has a pool, and

@@ -141,6 +141,7 @@ struct SchedWatchCache;
 
 struct SchedOptions {
   std::optional<int> pid; // only this process
+  std::vector<int> tids;  // sched_reset: only these threads (empty: every one)
   std::string feeder;     // feeder cpulist override
   bool dry_run = false;
   // Watcher: reuse the admission ledger (bandwidth of existing DEADLINE
@@ -176,6 +177,10 @@ Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<Sched
 // Restores every thread recorded in the state file (or those of opt.pid) and
 // removes the partitions mltune created when they are empty.
 Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt);
+
+// Whether attributes read from a thread hold what `want` asks (policy, its
+// parameters, and the reset-on-fork and overrun flags).
+bool sched_attr_holds(const SchedAttr &cur, const SchedAttr &want);
 
 // The threads that rules match now, with their current attributes.
 struct SchedListEntry {

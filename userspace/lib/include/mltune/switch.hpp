@@ -5,7 +5,7 @@
 //    /sys/kernel/mltune/profile; the module switches atomically.
 //  - direct backend (direct_backend.cpp): a user-space transaction.  Captures
 //    every knob, records the pre-mltune baseline in
-//    <sysroot>/var/lib/mltune/baseline.json, writes in profile order and on
+//    <sysroot>/run/mltune/baseline.json, writes in profile order and on
 //    the first failure restores everything written so far in reverse.
 #pragma once
 
@@ -18,7 +18,9 @@
 namespace mltune {
 
 inline constexpr std::string_view k_baseline = "baseline";
-inline constexpr std::string_view k_state_file = "/var/lib/mltune/baseline.json";
+// In /run: it records values of the running kernel, which a reboot resets
+// (IRQ numbers and interface names with them).
+inline constexpr std::string_view k_state_file = "/run/mltune/baseline.json";
 inline constexpr std::string_view k_kmod_dir = "/sys/kernel/mltune";
 
 enum class Backend { automatic, kernel, direct };

@@ -59,6 +59,10 @@ struct TransactionOptions {
   // Called before each phase of each step ("plan", "apply", "verify",
   // "rollback"), for progress output.
   std::function<void(std::string_view step, std::string_view phase)> progress;
+  // Fault injection for tests (mltunectl: MLTUNE_FAIL_STEP): the named step
+  // fails right after its apply() succeeded, so it and every step before it
+  // are rolled back.
+  std::string fail_after;
 };
 
 struct TransactionReport {
@@ -94,9 +98,11 @@ private:
 
 // The profile's [nic] tables (nic.hpp).  Without a backend given, plan()
 // uses the live one when the sysroot is the live node and does nothing
-// otherwise, or when the profile has no [nic] table.  rollback() applies
-// the inverse of what apply() changed; NIC settings record no baseline, so
-// baseline() changes nothing.
+// otherwise, or when the profile has no [nic] table.  apply() records the
+// value of every setting it changes for the first time in the node
+// baseline (switch/baseline.hpp) before writing; rollback() applies the
+// inverse of what apply() changed; baseline() puts every recorded setting
+// back (restore_nic_baseline()).
 class NicStep final : public Step {
 public:
   NicStep(const Profile &profile, const Sysroot &root, std::unique_ptr<NicBackend> backend = nullptr);
@@ -105,7 +111,7 @@ public:
   Status apply() override;
   Status verify() override;
   Status rollback() override;
-  Status baseline() override { return {}; }
+  Status baseline() override;
 
   // What plan() found to change (nullopt when the step has nothing to do).
   [[nodiscard]] const std::optional<NicReport> &planned() const { return planned_; }
@@ -113,11 +119,19 @@ public:
   [[nodiscard]] const std::optional<NicReport> &applied() const { return applied_; }
 
 private:
+  Status ensure_backend();
+
   const Profile &profile_;
   const Sysroot &root_;
   std::unique_ptr<NicBackend> backend_;
   std::optional<NicReport> planned_;
   std::optional<NicReport> applied_;
 };
+
+// Puts every NIC setting of the node baseline back (newest first, as one
+// NIC transaction) and forgets them.  A device or IRQ that no longer exists
+// (interface renamed or gone, IRQ released) is skipped and listed in the
+// report; a failure restores the devices as they were and keeps the record.
+Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend);
 
 } // namespace mltune

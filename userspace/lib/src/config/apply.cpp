@@ -4,10 +4,13 @@
 #include "mltune/config.hpp"
 
 #include "base/state_file.hpp"
+#include "config/revert.hpp"
+#include "mltune/node.hpp"
 #include "mltune/node_steps.hpp"
 #include "mltune/pool.hpp"
 #include "mltune/switch.hpp"
 #include "mltune/transaction.hpp"
+#include "switch/baseline.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -19,26 +22,19 @@ namespace mltune {
 namespace {
 
 // What the applies of this boot changed, as revert_config() needs it: which
-// domains to put back, the pool and the NIC settings as the first apply
-// found them.  Lives in /run: a reboot starts from the baseline.
+// domains to put back, and the pool as the first apply found it.  The NIC
+// settings are in the node baseline (switch/baseline.hpp), recorded by the
+// NIC step.  Lives in /run: a reboot starts from the baseline.
 struct ConfigState {
   std::string profile;                             // last profile applied ("" = none)
   bool knobs = false;                              // a profile was applied
   bool feeder = false;                             // the feeder was turned on
   std::vector<std::pair<int, std::uint64_t>> pool; // node, pages before the first apply
   std::optional<std::uint64_t> user_quota;         // quota before the first apply
-  // NIC settings changed, in apply order: each (ifname, key) once, with the
-  // value before the first apply that changed it (NIC settings have no
-  // baseline of their own).
-  std::vector<NicChange> nic;
 };
 
 void to_json(nlohmann::json &j, const ConfigState &s) {
-  nlohmann::json nic = nlohmann::json::array();
-  for (const auto &c : s.nic) {
-    nic.push_back({{"ifname", c.ifname}, {"key", c.key}, {"from", c.from}, {"to", c.to}});
-  }
-  j = {{"profile", s.profile}, {"knobs", s.knobs}, {"feeder", s.feeder}, {"pool", s.pool}, {"nic", nic}};
+  j = {{"profile", s.profile}, {"knobs", s.knobs}, {"feeder", s.feeder}, {"pool", s.pool}};
   if (s.user_quota) {
     j["user_quota"] = *s.user_quota;
   }
@@ -52,20 +48,13 @@ void from_json(const nlohmann::json &j, ConfigState &s) {
   if (j.contains("user_quota")) {
     s.user_quota = j.at("user_quota").get<std::uint64_t>();
   }
-  for (const auto &c : j.value("nic", nlohmann::json::array())) {
-    s.nic.push_back({c.at("ifname").get<std::string>(),
-                     c.at("key").get<std::string>(),
-                     c.at("from").get<std::string>(),
-                     c.at("to").get<std::string>(),
-                     {}});
-  }
 }
 
 constexpr StateFile<ConfigState> k_state{k_config_state, 1, false};
 
 // The state after a successful apply: domains add up, the pool keeps the
 // values the first apply of the boot found.
-ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool, const NicStep &nic) {
+ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool) {
   if (cfg.profile) {
     s.profile = *cfg.profile;
     s.knobs = true;
@@ -79,31 +68,18 @@ ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool, c
   if (cfg.user_quota && !s.user_quota) {
     s.user_quota = pool.quota_before();
   }
-  if (nic.applied()) {
-    for (const auto &c : nic.applied()->applied) {
-      const auto it = std::find_if(s.nic.begin(), s.nic.end(),
-                                   [&](const NicChange &o) { return o.ifname == c.ifname && o.key == c.key; });
-      if (it == s.nic.end()) {
-        s.nic.push_back(c);
-      } else {
-        it->to = c.to;
-      }
-    }
-  }
   return s;
 }
 
-// The NIC settings back to their values before the first apply: the
-// inverse changes, newest first, as one NIC transaction.
-Status revert_nic(const Sysroot &root, const std::vector<NicChange> &changed) {
-  NicPlan back;
-  for (const auto &c : std::views::reverse(changed)) {
-    if (c.from != c.to) {
-      back.changes.push_back({c.ifname, c.key, c.to, c.from, "baseline"});
-    }
+// The NIC settings back to their values before mltune first changed them
+// (the node baseline); nothing to do without a record.
+Result<std::size_t> revert_nic(const Sysroot &root) {
+  auto b = detail::load_baseline(root);
+  if (!b) {
+    return b.error();
   }
-  if (back.changes.empty()) {
-    return {};
+  if (b->nic.empty()) {
+    return std::size_t{0};
   }
   auto feeders = nic_feeder_cpus(root);
   if (!feeders) {
@@ -113,8 +89,11 @@ Status revert_nic(const Sysroot &root, const std::vector<NicChange> &changed) {
   if (!be) {
     return be.error();
   }
-  auto rep = nic_commit(back, **be, NicOptions{});
-  return rep ? Status{} : Status(rep.error());
+  auto rep = restore_nic_baseline(root, **be);
+  if (!rep) {
+    return rep.error();
+  }
+  return rep->applied.size();
 }
 
 std::string knob_line(const KnobStep &knobs) {
@@ -145,11 +124,19 @@ std::string nic_line(const NicStep &nic) {
 } // namespace
 
 Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, const ConfigApplyOptions &opt) {
+  std::optional<NodeLock> lock;
+  if (!opt.dry_run) {
+    auto l = NodeLock::acquire(root);
+    if (!l) {
+      return l.error();
+    }
+    lock = std::move(*l);
+  }
   // Every failure: the transaction has put back what it applied; a start
   // also puts back what the earlier applies of this boot did.
   auto failed = [&](Error e) -> Error {
     if (opt.baseline_on_failure && !opt.dry_run) {
-      auto back = revert_config(root);
+      auto back = detail::revert_config_locked(root, false);
       e.message += back ? "; the node is back on its baseline"
                         : "; putting the node back on its baseline failed: " + back.error().message;
     }
@@ -209,7 +196,7 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
     }
   }
   auto old = k_state.load(root);
-  const ConfigState state = merged(old && *old ? **old : ConfigState{}, cfg, pool, nic);
+  const ConfigState state = merged(old && *old ? **old : ConfigState{}, cfg, pool);
   if (auto st = k_state.save(root, state); !st) {
     return with_context(st.error(), "the configuration was applied, but recording it for 'config revert' failed");
   }
@@ -217,6 +204,14 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
 }
 
 Result<ConfigReport> revert_config(const Sysroot &root) {
+  auto lock = NodeLock::acquire(root);
+  if (!lock) {
+    return lock.error();
+  }
+  return detail::revert_config_locked(root, false);
+}
+
+Result<ConfigReport> detail::revert_config_locked(const Sysroot &root, bool pool_only) {
   auto loaded = k_state.load(root);
   if (!loaded) {
     return loaded.error();
@@ -247,6 +242,13 @@ Result<ConfigReport> revert_config(const Sysroot &root) {
       }
     }
   }
+  if (pool_only) {
+    if (auto st = k_state.remove(root); !st) {
+      return st.error();
+    }
+    rep.lines = rep.restored;
+    return rep;
+  }
   if (s.feeder) {
     if (auto st = feeder_off(root); !st) {
       failed.push_back("feeder off: " + st.error().message);
@@ -254,12 +256,10 @@ Result<ConfigReport> revert_config(const Sysroot &root) {
       rep.restored.emplace_back("feeder: off");
     }
   }
-  if (!s.nic.empty()) {
-    if (auto st = revert_nic(root, s.nic); !st) {
-      failed.push_back("nic: " + st.error().message);
-    } else {
-      rep.restored.push_back("nic: " + std::to_string(s.nic.size()) + " settings as before");
-    }
+  if (auto n = revert_nic(root); !n) {
+    failed.push_back("nic: " + n.error().message);
+  } else if (*n > 0) {
+    rep.restored.push_back("nic: " + std::to_string(*n) + " settings as before");
   }
   if (s.knobs) {
     const Backend b = choose_backend(root, Backend::automatic);

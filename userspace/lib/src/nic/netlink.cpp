@@ -706,6 +706,10 @@ private:
       return input_error("unknown interface '" + d.name + "': " + link.error().message);
     }
     d.ifindex = link->ifindex;
+    // IFF_UP (0x1) of the interface flags, as sysfs prints them ("0x1003").
+    if (auto f = root_.read_value("/sys/class/net/" + d.name + "/flags"); f && f->starts_with("0x")) {
+      d.up = (parse_int<unsigned>(f->substr(2), 16).value_or(1) & 0x1U) != 0;
+    }
     d.current["link.mtu"] = std::to_string(link->mtu);
     d.current["link.txqueuelen"] = std::to_string(link->txqlen);
     return {};

@@ -5,6 +5,7 @@
 #include "mltune/cpulist.hpp"
 #include "mltune/parse.hpp"
 #include "nic/plan_phases.hpp"
+#include "switch/baseline.hpp"
 
 #include <algorithm>
 #include <array>
@@ -403,7 +404,15 @@ Status plan_queue_irqs(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals 
   const NicDevice &dev = d.dev();
   // Queue IRQs over housekeeping CPUs of the NIC's node, round robin.
   const auto aff = wanted.find("irq.affinity");
-  if (aff == wanted.end() || aff->second.value != "housekeeping" || dev.irqs.empty()) {
+  if (aff == wanted.end() || aff->second.value != "housekeeping") {
+    return {};
+  }
+  if (dev.irqs.empty()) {
+    // A NIC that is down (an unused port, or not configured yet) has freed
+    // its queue IRQs; they come back with the default affinity when it is
+    // brought up, and the next switch places them.
+    d.skip("irq.affinity",
+           dev.up ? "the device has no queue IRQs" : "the interface is down: its queue IRQs exist only while it is up");
     return {};
   }
   auto c = d.housekeeping();
@@ -596,6 +605,11 @@ Result<NicReport> nic_commit(const NicPlan &planned, NicBackend &backend, const 
     steps.back().changes.push_back(&c);
   }
 
+  if (opts.record_baseline != nullptr && !plan->changes.empty()) {
+    if (auto st = detail::record_nic_baseline(*opts.record_baseline, plan->changes); !st) {
+      return with_context(st.error(), "recording the NIC baseline");
+    }
+  }
   std::vector<const Step *> done;
   for (const auto &st : steps) {
     auto r = backend.set(st.ifname, st.group, st.after);

@@ -183,7 +183,11 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
           "builtin:" + std::string(ref), std::string(ref) + ".toml", std::string(ref), std::string(b.text), {}};
     }
   }
-  return input_error("unknown profile '" + std::string(ref) + "'");
+  std::string known;
+  for (const auto &n : list()) {
+    known += (known.empty() ? "" : ", ") + n;
+  }
+  return input_error("unknown profile '" + std::string(ref) + "' (available: " + known + ")");
 }
 
 namespace {

@@ -959,7 +959,8 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
   SchedReport rep;
   std::vector<StateEntry> keep;
   for (const auto &e : st.threads) {
-    if (opt.pid && e.pid != *opt.pid) {
+    if ((opt.pid && e.pid != *opt.pid) ||
+        (!opt.tids.empty() && std::find(opt.tids.begin(), opt.tids.end(), e.tid) == opt.tids.end())) {
       keep.push_back(e);
       continue;
     }
@@ -1035,6 +1036,10 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
     return s.error();
   }
   return rep;
+}
+
+bool sched_attr_holds(const SchedAttr &cur, const SchedAttr &want) {
+  return same_attr(cur, want);
 }
 
 std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector<SchedRule> &rules,

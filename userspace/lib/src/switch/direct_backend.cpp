@@ -2,7 +2,7 @@
 #include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
-#include "base/state_file.hpp"
+#include "switch/baseline.hpp"
 #include "switch/undo.hpp"
 
 #include <nlohmann/json.hpp>
@@ -52,43 +52,9 @@ Result<SwitchPlan> plan_switch(const Profile &profile, const Sysroot &root) {
 
 namespace {
 
-struct Baseline {
-  std::string active;
-  std::vector<std::pair<std::string, std::string>> values; // path, value before mltune
-};
-
-void to_json(json &j, const Baseline &b) {
-  j = {{"active", b.active}, {"baseline", json::array()}};
-  for (const auto &[path, value] : b.values) {
-    j["baseline"].push_back({{"path", path}, {"value", value}});
-  }
-}
-
-void from_json(const json &j, Baseline &b) {
-  b.active = j.value("active", "");
-  b.values.clear();
-  for (const auto &e : j.at("baseline")) {
-    b.values.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
-  }
-}
-
-// Not fsynced (see Documentation/mltunectl.rst): the file records values of
-// the running kernel, which do not survive the power failure fsync guards
-// against; the rename still replaces it atomically.  An empty file (left by
-// a power failure) is no record: the kernel's values were reset too.
-constexpr StateFile<Baseline> k_state(k_state_file, 1, false);
-
-Result<Baseline> load_state(const Sysroot &root) {
-  auto b = k_state.load(root);
-  if (!b) {
-    return b.error();
-  }
-  return b->value_or(Baseline{});
-}
-
-Status save_state(const Sysroot &root, const Baseline &b) {
-  return k_state.save(root, b);
-}
+using detail::load_baseline;
+using detail::NodeBaseline;
+using detail::save_baseline;
 
 struct Write {
   std::string key, path, value, old;
@@ -136,22 +102,22 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
 }
 
 Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, const SwitchPlan &plan) {
-  auto state = load_state(root);
+  auto state = load_baseline(root);
   if (!state) {
     return state.error();
   }
   std::vector<Write> writes;
   SwitchReport skipped_rep;
-  const size_t known_before = state->values.size();
+  const size_t known_before = state->knobs.size();
   for (const auto &s : plan.steps) {
     if (s.action == PlanStep::Action::skip) {
       skipped_rep.skipped.push_back(s.key + ": " + s.note);
       continue;
     }
     const bool known =
-        std::any_of(state->values.begin(), state->values.end(), [&](const auto &v) { return v.first == s.path; });
+        std::any_of(state->knobs.begin(), state->knobs.end(), [&](const auto &v) { return v.first == s.path; });
     if (!known) {
-      state->values.emplace_back(s.path, s.current);
+      state->knobs.emplace_back(s.path, s.current);
     }
     if (s.action == PlanStep::Action::write) {
       writes.push_back({s.key, s.path, s.value, s.current, s.optional});
@@ -161,10 +127,10 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, 
   // survive a crash of mltunectl half-way through. The state names the
   // profile being switched to; a failed switch writes back the previous one.
   const std::string previous = state->active;
-  const bool grew = state->values.size() != known_before || !root.exists(k_state_file);
+  const bool grew = state->knobs.size() != known_before || !root.exists(k_state_file);
   state->active = profile.name;
   if (grew || previous != profile.name) {
-    if (auto st = save_state(root, *state); !st) {
+    if (auto st = save_baseline(root, *state); !st) {
       return st.error();
     }
   }
@@ -172,7 +138,7 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, 
   if (!rep) {
     if (previous != profile.name) {
       state->active = previous;
-      (void)save_state(root, *state);
+      (void)save_baseline(root, *state);
     }
     return rep;
   }
@@ -181,21 +147,21 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, 
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const Sysroot &root) {
-  auto state = load_state(root);
+  auto state = load_baseline(root);
   if (!state) {
     return state.error();
   }
-  return std::move(state->values);
+  return std::move(state->knobs);
 }
 
 Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
-  auto state = load_state(root);
+  auto state = load_baseline(root);
   if (!state) {
     return state.error();
   }
   std::vector<Write> writes;
   SwitchReport skipped;
-  for (const auto &[path, value] : std::views::reverse(state->values)) {
+  for (const auto &[path, value] : std::views::reverse(state->knobs)) {
     auto cur = root.read_value(path);
     if (!cur) {
       skipped.skipped.push_back(path + ": " + cur.error().message);
@@ -210,7 +176,10 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
     return rep;
   }
   rep->skipped = std::move(skipped.skipped);
-  if (auto st = root.remove_file(k_state_file); !st) {
+  // The knobs are back; the record of the other domains stays.
+  state->knobs.clear();
+  state->active.clear();
+  if (auto st = save_baseline(root, *state); !st) {
     return st.error();
   }
   return rep;
@@ -219,7 +188,7 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
 namespace detail {
 
 Result<std::string> direct_active(const Sysroot &root) {
-  auto state = load_state(root);
+  auto state = load_baseline(root);
   if (!state) {
     return state.error();
   }
@@ -227,7 +196,7 @@ Result<std::string> direct_active(const Sysroot &root) {
 }
 
 Status direct_set_active(const Sysroot &root, const std::string &name) {
-  auto state = load_state(root);
+  auto state = load_baseline(root);
   if (!state) {
     return state.error();
   }
@@ -235,7 +204,7 @@ Status direct_set_active(const Sysroot &root, const std::string &name) {
     return {};
   }
   state->active = name;
-  return save_state(root, *state);
+  return save_baseline(root, *state);
 }
 
 } // namespace detail

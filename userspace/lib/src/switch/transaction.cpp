@@ -3,6 +3,7 @@
 
 #include "mltune/compare.hpp"
 
+#include <cerrno>
 #include <ranges>
 
 namespace mltune {
@@ -71,6 +72,10 @@ Result<TransactionReport> run_transaction(std::span<Step *const> steps, const Tr
       return abort_with(st.error(), *steps[i], "apply", steps.first(i), opt);
     }
     rep.applied.emplace_back(steps[i]->name());
+    if (!opt.fail_after.empty() && steps[i]->name() == opt.fail_after) {
+      return abort_with(failure("fault injected after it applied (MLTUNE_FAIL_STEP)", EIO), *steps[i], "apply",
+                        steps.first(i + 1), opt);
+    }
   }
   if (opt.verify) {
     for (Step *s : steps) {
@@ -147,22 +152,30 @@ Status KnobStep::baseline() {
 NicStep::NicStep(const Profile &profile, const Sysroot &root, std::unique_ptr<NicBackend> backend)
     : profile_(profile), root_(root), backend_(std::move(backend)) {}
 
+Status NicStep::ensure_backend() {
+  if (backend_) {
+    return {};
+  }
+  auto feeders = nic_feeder_cpus(root_);
+  if (!feeders) {
+    return feeders.error();
+  }
+  auto be = make_live_nic_backend(root_, *feeders);
+  if (!be) {
+    return be.error();
+  }
+  backend_ = std::move(*be);
+  return {};
+}
+
 Status NicStep::plan() {
   planned_.reset();
   applied_.reset();
   if (profile_.nic.empty() || (!backend_ && !root_.is_live())) {
     return {};
   }
-  if (!backend_) {
-    auto feeders = nic_feeder_cpus(root_);
-    if (!feeders) {
-      return feeders.error();
-    }
-    auto be = make_live_nic_backend(root_, *feeders);
-    if (!be) {
-      return be.error();
-    }
-    backend_ = std::move(*be);
+  if (auto st = ensure_backend(); !st) {
+    return st;
   }
   auto rep = nic_apply(profile_.nic, *backend_, NicOptions{}, true);
   if (!rep) {
@@ -176,12 +189,25 @@ Status NicStep::apply() {
   if (!planned_) {
     return {};
   }
-  auto rep = nic_commit(planned_->plan, *backend_, NicOptions{});
+  NicOptions o;
+  o.record_baseline = &root_;
+  auto rep = nic_commit(planned_->plan, *backend_, o);
   if (!rep) {
     return rep.error();
   }
   applied_ = std::move(*rep);
   return {};
+}
+
+Status NicStep::baseline() {
+  if (!backend_ && !root_.is_live()) {
+    return {};
+  }
+  if (auto st = ensure_backend(); !st) {
+    return st;
+  }
+  auto rep = restore_nic_baseline(root_, *backend_);
+  return rep ? Status{} : Status(rep.error());
 }
 
 Status NicStep::verify() {

@@ -1,0 +1,157 @@
+#!/bin/sh
+# A profile as one unit on a real kernel (issue "one profile, one
+# transaction"): every domain mltune touches is switched, verified and
+# returned to what was there before, together.
+#   - eth0 down: `switch training` exits 0 and reports what it skipped,
+#     `verify training` exits 0 and its --json lists every domain;
+#   - a snapshot of every setting any domain touches, taken before anything
+#     ran, is identical after switch training, switch inference, off;
+#   - a fault injected after each step (MLTUNE_FAIL_STEP) leaves the
+#     snapshot unchanged and the error names the step;
+#   - kill -9 of `mltunectl switch` at random points, then `off`: snapshot;
+#   - limits are bounds: fs.file-max=9999999 survives switch training.
+# Needs ethtool, jq and nccl_mimic (tests/vm/run --bin ...).
+. "$(dirname "$0")/lib.sh"
+M=/usr/sbin/mltunectl
+for b in ethtool jq nccl_mimic; do
+	command -v $b >/dev/null || { echo "1..0 # SKIP $b not in the guest"; exit 4; }
+done
+[ -d /sys/class/net/eth1 ] || { echo "1..0 # SKIP needs both NICs"; exit 4; }
+t_plan 16
+T=/tmp/node-test
+rm -rf $T; mkdir -p $T
+
+# The mimic's threads ("NCCL Progress 8", "NCCL Service  0", "mimic-worker")
+# live until $T/release exists: the test process whose policies are compared.
+nccl_mimic --delay 100 --spawn-after 300 --run 600000 --hold $T/release >$T/mimic.log &
+mpid=$!
+i=0
+while ! grep -q "^spawn result" $T/mimic.log && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+cleanup() {
+	touch $T/release
+	$M off >/dev/null 2>&1
+	ip link set eth0 up 2>/dev/null
+}
+trap cleanup EXIT
+
+# Knob paths of both shipped profiles (every knob a profile domain touches).
+knob_paths() {
+	for p in training inference; do
+		$M --json profile show $p | jq -r '.knobs[].path'
+	done | sort -u
+}
+KNOBS=$(knob_paths)
+
+# Every setting any domain touches, one "what=value" line each.
+snapshot() {
+	for p in $KNOBS; do
+		[ -e "$p" ] && echo "$p=$(tr -s ' \t\n' ' ' <"$p" | sed 's/ $//')"
+	done
+	for i in eth0 eth1; do
+		for o in -g -c -l -k; do
+			ethtool $o $i 2>/dev/null | sed "s/^/$i $o /"
+		done
+		echo "$i mtu=$(cat /sys/class/net/$i/mtu) txqlen=$(cat /sys/class/net/$i/tx_queue_len)"
+		for q in /sys/class/net/$i/queues/rx-*; do
+			echo "$q rps=$(cat $q/rps_cpus) flow=$(cat $q/rps_flow_cnt)"
+		done
+	done
+	echo "rps_sock_flow_entries=$(cat /proc/sys/net/core/rps_sock_flow_entries)"
+	for f in /proc/irq/*/smp_affinity_list; do echo "$f=$(cat $f)"; done
+	echo "irq default=$(cat /proc/irq/default_smp_affinity)"
+	# thread policies of the test process: policy, priority, nice
+	for t in /proc/$mpid/task/*; do
+		echo "$(cat $t/comm): $(stat_of $t policy) $(stat_of $t prio) $(stat_of $t nice)"
+	done
+	find /sys/fs/cgroup -name 'cpuset.cpus*' 2>/dev/null | sort | while read -r f; do
+		echo "$f=$(cat $f)"
+	done
+	for f in /sys/kernel/mltune/hugepool/node*/reserved; do [ -e $f ] && echo "$f=$(cat $f)"; done
+	for f in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor /sys/devices/system/cpu/cpu*/cpuidle/state*/disable; do
+		[ -e $f ] && echo "$f=$(cat $f)"
+	done
+}
+# stat_of TASKDIR policy|prio|nice: fields 41, 18, 19 of stat, counted after
+# the comm, which may hold spaces ("NCCL Service  0")
+stat_of() {
+	sed 's/.*) //' $1/stat 2>/dev/null | awk -v f=$2 '{print f == "policy" ? $39 : f == "prio" ? $16 : $17}'
+}
+same() { # same NAME: the snapshot equals the one taken at boot
+	snapshot >$T/now
+	if cmp -s $T/boot $T/now; then t_ok "$1"; else
+		t_fail "$1"; diff $T/boot $T/now | sed 's/^/# /' | head -n 30
+	fi
+}
+
+ip link set eth1 up
+ip link set eth0 down
+snapshot >$T/boot
+t_diag "snapshot: $(wc -l <$T/boot) settings, $(echo $KNOBS | wc -w) knobs"
+
+# ---- 1. eth0 down: the switch skips what it cannot take and says so ------------
+if $M switch training >$T/sw.out 2>&1; then
+	if grep -q "eth0.*irq.affinity: the interface is down" $T/sw.out; then
+		t_ok "switch training with eth0 down exits 0 and reports the skipped IRQs"
+	else t_fail "switch training reports eth0's IRQs as skipped"; sed 's/^/# /' $T/sw.out | tail -n 20; fi
+else t_fail "switch training with eth0 down exits 0"; sed 's/^/# /' $T/sw.out | tail -n 20; fi
+if $M --json verify training >$T/v.json 2>$T/v.err; then
+	doms=$(jq -r '[.domains[].domain] | join(",")' $T/v.json)
+	states=$(jq -r '[.domains[].state] | join(",")' $T/v.json)
+	if [ "$doms" = knobs,nic,sched ] && [ "$states" = match,match,match ]; then
+		t_ok "verify training exits 0 and --json lists every domain"
+	else t_fail "verify --json domains: $doms = $states"; fi
+else t_fail "verify training exits 0"; jq -c '.differences[]' $T/v.json | sed 's/^/# /' | head; cat $T/v.err; fi
+progress_tid=$(sed -n 's/^named tid=\([0-9]*\) name="NCCL Progress 8".*/\1/p' $T/mimic.log)
+pol=$(stat_of /proc/$mpid/task/$progress_tid policy)
+nice=$(stat_of /proc/$mpid/task/$progress_tid nice)
+if [ "$pol" = 6 ] || [ "$nice" = -10 ]; then t_ok "switch training set the NCCL thread rule (policy $pol, nice $nice)"; else
+	t_fail "switch training set the NCCL thread rule (policy $pol, nice $nice)"; fi
+if $M --json active >$T/a.json && [ "$(jq -r .profile $T/a.json)" = training ] &&
+	[ "$(jq -r '.domains[] | select(.domain == "nic") | .state' $T/a.json)" = applied ]; then
+	t_ok "active: training, every profile domain applied"
+else t_fail "active"; jq -c '.domains[]' $T/a.json | sed 's/^/# /'; fi
+
+# ---- 2. inference, then training: no drift; then off: the boot snapshot -------
+t_check "switch inference" $M switch inference
+t_check "switch training after inference" $M switch training
+if $M --json verify training >$T/v2.json && [ "$(jq '.differences | length' $T/v2.json)" = 0 ]; then
+	t_ok "switch inference then training leaves no drift in any domain"
+else t_fail "no drift after inference -> training"; jq -c '.differences[]' $T/v2.json | sed 's/^/# /' | head; fi
+t_check "off" $M off
+same "switch training, switch inference, off: every setting as at boot"
+
+# ---- 3. a fault after each step: nothing changed, the step named -------------
+for step in knobs nic sched; do
+	if MLTUNE_FAIL_STEP=$step $M switch training >$T/f.out 2>&1; then
+		t_fail "fault after $step: switch must fail"
+	elif grep -q "^mltunectl: error: $step apply: fault injected" $T/f.out; then
+		same "fault after $step: node as before, error names the step"
+	else t_fail "fault after $step: error names the step"; sed 's/^/# /' $T/f.out; fi
+done
+
+# ---- 4. kill -9 of the switch at random points, then off ----------------------
+ok=1
+for n in 1 2 3 4 5 6; do
+	$M switch training >/dev/null 2>&1 &
+	p=$!
+	sleep "0.$(( (RANDOM % 9) + 1 ))$(( RANDOM % 10 ))"
+	kill -9 $p 2>/dev/null
+	wait $p 2>/dev/null
+	$M off >$T/off.out 2>&1 || { ok=0; sed 's/^/# /' $T/off.out; }
+	snapshot >$T/now
+	cmp -s $T/boot $T/now || { ok=0; t_diag "kill $n:"; diff $T/boot $T/now | sed 's/^/# /' | head -n 20; }
+done
+[ $ok = 1 ] && t_ok "kill -9 of switch at 6 random points, then off: every setting as at boot" ||
+	t_fail "kill -9 of switch, then off"
+
+# ---- 5. limits are bounds --------------------------------------------------------
+old=$(cat /proc/sys/fs/file-max)
+echo 9999999 >/proc/sys/fs/file-max
+$M switch training >/dev/null 2>&1
+if [ "$(cat /proc/sys/fs/file-max)" = 9999999 ]; then t_ok "switch training leaves fs.file-max=9999999"; else
+	t_fail "switch training lowered fs.file-max to $(cat /proc/sys/fs/file-max)"; fi
+t_check "verify training accepts fs.file-max=9999999" $M verify training
+$M off >/dev/null
+echo "$old" >/proc/sys/fs/file-max
+same "off after the bounds check: every setting as at boot"
+t_done

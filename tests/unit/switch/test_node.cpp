@@ -1,0 +1,223 @@
+// The node as one unit (mltune/node.hpp) on a fake node, fake NICs and fake
+// threads: a profile switch over knobs, NIC settings and scheduler rules in
+// one transaction, check_node over every domain, status, and off returning
+// every domain to what was there before.
+#include "mltune/node.hpp"
+
+#include "fake_nic.hpp"
+#include "fake_sched.hpp"
+#include "fake_sysroot.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+using namespace mltune;
+using mltune::test::FakeSched;
+using mltune::test::FakeSysroot;
+
+namespace {
+
+class Node : public ::testing::Test {
+protected:
+  void SetUp() override {
+    seams.nic = [this] { return std::make_unique<test::SharedBackend>(nic); };
+    // Every setting the shipped training profile names, as the guests' NICs
+    // report them.
+    for (auto *d : {&nic.devs["eth0"], &nic.devs["eth1"]}) {
+      for (const char *k : {"features.tx-generic-segmentation", "features.rx-checksum",
+                            "features.tx-checksum-ip-generic", "features.tx-tcp-segmentation"}) {
+        d->current[k] = "off";
+      }
+      for (const char *k : {"coalesce.adaptive-rx", "coalesce.adaptive-tx"}) {
+        d->current[k] = "on";
+      }
+      d->current["coalesce.tx-usecs"] = "3";
+      d->current["coalesce.rx-frames"] = "4";
+    }
+    seams.sched = &sched;
+    sched.add(100, 101, "NCCL Progress 0");
+    sched.add(100, 102, "python3");
+    sched.add(100, 103, "NCCL Service 0");
+  }
+
+  // Every setting of every domain: knob files, NIC values, thread policies.
+  struct Snapshot {
+    std::vector<std::pair<std::string, std::string>> files;
+    std::map<std::string, NicValues> nics;
+    std::map<int, std::string> threads;
+    bool operator==(const Snapshot &) const = default;
+  };
+  Snapshot snapshot() const {
+    Snapshot s{fake.snapshot(), {}, {}};
+    for (const auto &[name, d] : nic.devs) {
+      s.nics[name] = d.current;
+    }
+    s.nics["globals"] = nic.globals;
+    for (int tid : {101, 102, 103}) {
+      s.threads[tid] = sched.attr(tid).describe();
+    }
+    return s;
+  }
+  Result<TransactionReport> switch_to(const Profile &p) {
+    ProfileSwitch sw(p, root, Backend::direct, seams);
+    return sw.run({});
+  }
+
+  FakeSysroot fake;
+  Sysroot root = fake.root();
+  test::FakeBackend nic = test::two_nics();
+  FakeSched sched{root};
+  NodeSeams seams;
+  Profile training = *ProfileLoader().load("training");
+  Profile inference = *ProfileLoader().load("inference");
+};
+
+} // namespace
+
+TEST_F(Node, SwitchAppliesEveryDomainAndOffRestoresThem) {
+  const Snapshot before = snapshot();
+  auto r = switch_to(training);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->applied, (std::vector<std::string>{"knobs", "nic", "sched"}));
+  EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
+  EXPECT_EQ(nic.devs["eth0"].current["rings.rx"], "4096");
+  EXPECT_NE(sched.attr(101), SchedAttr{}); // DEADLINE, or its fallback where admission refuses
+  EXPECT_EQ(sched.attr(102), SchedAttr{});
+  auto c = check_node(training, root, seams);
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_TRUE(c->matches());
+  for (const auto &d : c->domains) {
+    EXPECT_EQ(d.state, "match") << d.domain << ": " << d.note;
+  }
+  EXPECT_NE(snapshot(), before);
+
+  auto off = node_off(root, seams);
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_TRUE(off->ok());
+  EXPECT_EQ(snapshot(), before);
+  EXPECT_FALSE(root.exists(k_state_file));
+}
+
+// inference then training: nothing of either is left over in any domain.
+TEST_F(Node, SwitchingBackAndForthLeavesNoDrift) {
+  const Snapshot before = snapshot();
+  ASSERT_TRUE(switch_to(inference));
+  ASSERT_TRUE(switch_to(training));
+  auto c = check_node(training, root, seams);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->matches());
+  EXPECT_TRUE(c->differences.empty());
+  ASSERT_TRUE(node_off(root, seams));
+  EXPECT_EQ(snapshot(), before);
+}
+
+// A failure in the last domain rolls back the others: the node is as before
+// and the error names the step.
+TEST_F(Node, FailureInTheLastStepRollsBackEveryDomain) {
+  const Snapshot before = snapshot();
+  sched.refuse = {101, 103};
+  auto r = switch_to(training);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("sched apply"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("rolled back: nic, knobs"), std::string::npos) << r.error().message;
+  EXPECT_EQ(snapshot(), before);
+}
+
+TEST_F(Node, FailureInTheNicStepRollsBackTheKnobs) {
+  const Snapshot before = snapshot();
+  nic.fail_dev = "eth1";
+  nic.fail_group = "coalesce";
+  auto r = switch_to(training);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("nic apply"), std::string::npos) << r.error().message;
+  EXPECT_EQ(snapshot(), before);
+}
+
+// Drift in each domain is one difference of the same shape.
+TEST_F(Node, CheckReportsEveryDomainAlike) {
+  ASSERT_TRUE(switch_to(training));
+  fake.set("/proc/sys/vm/swappiness", "60");
+  nic.devs["eth0"].current["coalesce.rx-usecs"] = "3";
+  ASSERT_TRUE(sched.set(101, SchedAttr{}));
+  auto c = check_node(training, root, seams);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->matches());
+  std::map<std::string, std::string> by_domain;
+  for (const auto &d : c->differences) {
+    by_domain[d.domain] = d.key + "=" + d.current + " want " + d.expected;
+  }
+  EXPECT_EQ(by_domain["knobs"], "vm.swappiness=60 want 1");
+  EXPECT_EQ(by_domain["nic"], "eth0 coalesce.rx-usecs=3 want 50");
+  EXPECT_NE(by_domain["sched"].find("101 \"NCCL Progress 0\"=other"), std::string::npos) << by_domain["sched"];
+}
+
+// Without seams on a --sysroot tree, NIC and threads are not touched and the
+// check says so instead of calling them a match.
+TEST_F(Node, SysrootWithoutSeamsLeavesLiveDomainsUnchecked) {
+  auto c = check_node(training, root);
+  ASSERT_TRUE(c);
+  std::map<std::string, std::string> state;
+  for (const auto &d : c->domains) {
+    state[d.domain] = d.state;
+  }
+  EXPECT_EQ(state["nic"], "unchecked");
+  EXPECT_EQ(state["sched"], "unchecked");
+  const auto off = node_off(root);
+  ASSERT_TRUE(off);
+  EXPECT_TRUE(off->ok());
+}
+
+TEST_F(Node, StatusNamesTheActiveProfileAndEachDomain) {
+  auto s = node_status(root, seams);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->profile, "");
+  ASSERT_TRUE(switch_to(training));
+  s = node_status(root, seams);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->profile, "training");
+  std::map<std::string, std::string> state;
+  for (const auto &d : s->domains) {
+    state[d.domain] = d.state;
+  }
+  EXPECT_EQ(state["knobs"], "applied");
+  EXPECT_EQ(state["nic"], "applied");
+  EXPECT_EQ(state["sched"], "applied");
+  EXPECT_EQ(state["feeder"], "off");
+  EXPECT_EQ(state["boot"], "off");
+  fake.set("/proc/sys/vm/swappiness", "60");
+  s = node_status(root, seams);
+  ASSERT_TRUE(s);
+  for (const auto &d : s->domains) {
+    state[d.domain] = d.state;
+  }
+  EXPECT_EQ(state["knobs"], "drifted");
+  fake.set("/etc/default/grub.d/mltune.cfg",
+           "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT nohz_full=2-3\"\n");
+  fake.set("/proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/vda quiet\n");
+  s = node_status(root, seams);
+  ASSERT_TRUE(s);
+  for (const auto &d : s->domains) {
+    state[d.domain] = d.state;
+  }
+  EXPECT_EQ(state["boot"], "pending-reboot");
+}
+
+// A NIC setting recorded before a reboot-like change (the interface gone)
+// is skipped by off and reported, not a failure.
+TEST_F(Node, OffSkipsNicsThatAreGone) {
+  ASSERT_TRUE(switch_to(training));
+  nic.devs.erase("eth1");
+  auto off = node_off(root, seams);
+  ASSERT_TRUE(off);
+  EXPECT_TRUE(off->ok());
+  for (const auto &d : off->domains) {
+    if (d.domain == "nic") {
+      EXPECT_EQ(d.state, "restored");
+      EXPECT_NE(d.detail.find("gone since (eth1"), std::string::npos) << d.detail;
+    }
+  }
+  EXPECT_EQ(nic.devs["eth0"].current["rings.rx"], "256");
+}

@@ -1,0 +1,140 @@
+// The node as one unit (Documentation/admin-guide.rst, "One profile, one
+// transaction"): a profile switched in one transaction over every domain it
+// touches, one check of every domain against a profile, what is active, and
+// `off`, which returns every domain to what mltune found.
+//
+//   ProfileSwitch   knobs -> nic -> sched, one transaction (transaction.hpp)
+//   check_node      the same domains read back: one list of differences
+//   node_status     the active profile and each domain's state
+//   node_off        every domain back on its baseline (switch/baseline.hpp)
+//
+// Switches, `off` and configuration applies serialize on the node lock, a
+// FileLock below the sysroot (a --sysroot run never locks the live host).
+#pragma once
+
+#include "mltune/feeder.hpp"
+#include "mltune/nic.hpp"
+#include "mltune/node_steps.hpp"
+#include "mltune/profile.hpp"
+#include "mltune/result.hpp"
+#include "mltune/sched.hpp"
+#include "mltune/switch.hpp"
+#include "mltune/sysroot.hpp"
+#include "mltune/transaction.hpp"
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune {
+
+inline constexpr std::string_view k_node_lock = "/run/mltune/node.lock";
+
+// Where domains reach the kernel other than through files.  Unset: the live
+// interfaces, used on the live node only; on a --sysroot tree those domains
+// are left out and say so (no netlink, no thread of the host is touched).
+struct NodeSeams {
+  std::function<std::unique_ptr<NicBackend>()> nic;
+  SchedSystem *sched = nullptr;
+  FeederOs *feeder = nullptr;
+};
+
+// Holds the node lock for its lifetime.
+class NodeLock {
+public:
+  static Result<NodeLock> acquire(const Sysroot &root);
+  NodeLock(NodeLock &&) noexcept;
+  NodeLock &operator=(NodeLock &&) noexcept;
+  NodeLock(const NodeLock &) = delete;
+  NodeLock &operator=(const NodeLock &) = delete;
+  ~NodeLock();
+
+private:
+  struct Held;
+  explicit NodeLock(std::unique_ptr<Held> h);
+  std::unique_ptr<Held> held_;
+};
+
+// A profile switch: the knob step (kernel or direct backend), the NIC step
+// and the scheduler-rule step, run as one transaction under the node lock.
+class ProfileSwitch {
+public:
+  ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams = {});
+  [[nodiscard]] Result<TransactionReport> run(const TransactionOptions &opt);
+
+  [[nodiscard]] KnobStep &knobs() { return knobs_; }
+  [[nodiscard]] NicStep &nic() { return nic_; }
+  [[nodiscard]] SchedStep &sched() { return sched_; }
+
+private:
+  const Sysroot &root_;
+  KnobStep knobs_;
+  NicStep nic_;
+  SchedStep sched_;
+};
+
+// One difference between the node and a profile, the same shape in every
+// domain.  `state`: "differs", "missing" (the node lacks the setting),
+// "unreadable".
+struct NodeDifference {
+  std::string domain;   // "knobs", "nic", "sched"
+  std::string key;      // "vm.swappiness", "eth0 coalesce.rx-usecs", "1234 \"NCCL Progress 0\""
+  std::string expected; // as the profile states it ("madvise", ">= 2097152", "deadline runtime=...")
+  std::string current;  // as read ("" when missing)
+  std::string state;
+  bool counts = true; // false: an optional setting, reported and ignored
+};
+
+// What was checked in one domain.
+struct DomainCheck {
+  std::string domain;
+  std::string state;       // "match", "differs", "not-applicable" (nothing in the profile), "unchecked"
+  std::size_t checked = 0; // settings (knobs, NIC settings, threads) compared
+  std::string note;        // why unchecked, what was left out
+};
+
+struct NodeCheck {
+  std::vector<DomainCheck> domains;
+  std::vector<NodeDifference> differences;
+  [[nodiscard]] bool matches() const;
+};
+
+// Compares the node with `profile` in every domain the profile has.  Domains
+// that cannot be read here (NIC and threads on a --sysroot tree) are
+// "unchecked" with the reason, never a silent match.
+[[nodiscard]] Result<NodeCheck> check_node(const Profile &profile, const Sysroot &root, const NodeSeams &seams = {});
+
+struct DomainState {
+  std::string domain; // "knobs", "nic", "sched", "feeder", "pool", "boot", "persist"
+  std::string state;  // "applied", "drifted", "off", "pending-reboot", "unchecked"
+  std::string detail; // one line for people
+};
+
+struct NodeStatus {
+  std::string profile; // active profile, "" when none
+  Backend backend = Backend::direct;
+  std::vector<DomainState> domains;
+  std::vector<NodeDifference> differences; // of the active profile
+};
+
+[[nodiscard]] Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams = {});
+
+struct OffReport {
+  std::vector<DomainState> domains; // state "restored", "off" (nothing to do), "failed", "unchecked"
+  [[nodiscard]] bool ok() const;
+};
+
+// Returns every domain to what mltune found: the GRUB drop-in removed
+// (pending reboot), the persisted configuration removed, the pool and quota
+// as the configuration's first apply found them, the feeder off, every
+// thread policy and partition restored, every recorded NIC setting, IRQ
+// affinity and RPS mask restored, the knobs on their baseline (module and
+// direct).  Every domain is tried even when one fails.  Errors only when
+// the lock cannot be taken.
+[[nodiscard]] Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams = {});
+
+} // namespace mltune

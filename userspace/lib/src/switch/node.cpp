@@ -1,0 +1,477 @@
+// The node as one unit (mltune/node.hpp): the profile switch over every
+// domain, the check of every domain, status and off.
+#include "mltune/node.hpp"
+
+#include "base/file_lock.hpp"
+#include "config/revert.hpp"
+#include "mltune/boot.hpp"
+#include "mltune/compare.hpp"
+#include "mltune/config.hpp"
+#include "mltune/parse.hpp"
+#include "mltune/persist.hpp"
+#include "mltune/pool.hpp"
+#include "switch/baseline.hpp"
+#include "switch/undo.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace mltune {
+
+// ---- the node lock -------------------------------------------------------------
+
+struct NodeLock::Held {
+  FileLock lock;
+};
+
+NodeLock::NodeLock(std::unique_ptr<Held> h) : held_(std::move(h)) {}
+NodeLock::NodeLock(NodeLock &&) noexcept = default;
+NodeLock &NodeLock::operator=(NodeLock &&) noexcept = default;
+NodeLock::~NodeLock() = default;
+
+Result<NodeLock> NodeLock::acquire(const Sysroot &root) {
+  auto l = FileLock::acquire(root, k_node_lock);
+  if (!l) {
+    return with_context(l.error(), "taking the node lock");
+  }
+  return NodeLock(std::make_unique<Held>(Held{std::move(*l)}));
+}
+
+namespace {
+
+std::unique_ptr<NicBackend> nic_backend(const Sysroot &root, const NodeSeams &seams) {
+  if (seams.nic) {
+    return seams.nic();
+  }
+  if (!root.is_live()) {
+    return nullptr;
+  }
+  auto feeders = nic_feeder_cpus(root);
+  auto be = make_live_nic_backend(root, feeders ? *feeders : std::vector<unsigned>{});
+  return be ? std::move(*be) : nullptr;
+}
+
+} // namespace
+
+// ---- switch ----------------------------------------------------------------------
+
+ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams)
+    : root_(root), knobs_(profile, root, backend), nic_(profile, root, seams.nic ? seams.nic() : nullptr),
+      sched_(profile, root, seams.sched) {}
+
+Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
+  std::optional<NodeLock> lock;
+  if (!opt.dry_run) {
+    auto l = NodeLock::acquire(root_);
+    if (!l) {
+      return l.error();
+    }
+    lock = std::move(*l);
+  }
+  const std::array<Step *, 3> steps{&knobs_, &nic_, &sched_};
+  return run_transaction(steps, opt);
+}
+
+// ---- check -------------------------------------------------------------------------
+
+bool NodeCheck::matches() const {
+  return std::none_of(differences.begin(), differences.end(), [](const NodeDifference &d) { return d.counts; });
+}
+
+namespace {
+
+DomainCheck check_knobs(const Profile &profile, const Sysroot &root, std::vector<NodeDifference> &out) {
+  DomainCheck dc{"knobs", "match", profile.knobs.size(), {}};
+  if (profile.knobs.empty()) {
+    dc.state = "not-applicable";
+  }
+  for (const auto &st : compare(profile, root)) {
+    if (st.state == KnobState::match) {
+      continue;
+    }
+    out.push_back(
+        {"knobs", st.knob->key, st.knob->wanted(), st.current, std::string(to_string(st.state)), st.counts()});
+    if (st.counts()) {
+      dc.state = "differs";
+    }
+  }
+  return dc;
+}
+
+DomainCheck check_nic(const Profile &profile, NicBackend *be, std::vector<NodeDifference> &out) {
+  DomainCheck dc{"nic", "match", 0, {}};
+  if (profile.nic.empty()) {
+    dc.state = "not-applicable";
+    return dc;
+  }
+  if (be == nullptr) {
+    dc.state = "unchecked";
+    dc.note = "NIC settings are read over netlink from the live node only";
+    return dc;
+  }
+  auto rep = nic_apply(profile.nic, *be, NicOptions{}, true);
+  if (!rep) {
+    dc.state = "unchecked";
+    dc.note = rep.error().message;
+    return dc;
+  }
+  std::set<std::string> devs;
+  for (const auto &c : rep->plan.changes) {
+    out.push_back({"nic", (c.ifname.empty() ? "" : c.ifname + " ") + c.key, c.to, c.from, "differs", true});
+    dc.state = "differs";
+  }
+  for (const auto &s : rep->skipped) {
+    devs.insert(s.ifname);
+  }
+  dc.checked = rep->plan.changes.size();
+  if (!rep->skipped.empty()) {
+    dc.note = std::to_string(rep->skipped.size()) + " setting(s) the devices do not support were left out";
+  }
+  return dc;
+}
+
+DomainCheck check_sched(const Profile &profile, SchedSystem *sys, std::vector<NodeDifference> &out) {
+  DomainCheck dc{"sched", "match", 0, {}};
+  if (profile.sched_rules.empty()) {
+    dc.state = "not-applicable";
+    return dc;
+  }
+  if (sys == nullptr) {
+    dc.state = "unchecked";
+    dc.note = "thread policies are read from the live node only";
+    return dc;
+  }
+  for (const auto &e : sched_list(*sys, profile.sched_rules, std::nullopt)) {
+    const auto r = std::find_if(profile.sched_rules.begin(), profile.sched_rules.end(),
+                                [&](const SchedRule &x) { return x.name == e.rule; });
+    if (r == profile.sched_rules.end()) {
+      continue;
+    }
+    ++dc.checked;
+    if (sched_attr_holds(e.attr, r->attr) || (r->fallback && sched_attr_holds(e.attr, *r->fallback))) {
+      continue;
+    }
+    out.push_back({"sched", std::to_string(e.thread.tid) + " \"" + e.thread.comm + "\"", r->attr.describe(),
+                   e.attr.describe(), "differs", true});
+    dc.state = "differs";
+  }
+  if (dc.checked == 0) {
+    dc.note = "no thread matches a rule now";
+  }
+  return dc;
+}
+
+} // namespace
+
+Result<NodeCheck> check_node(const Profile &profile, const Sysroot &root, const NodeSeams &seams) {
+  NodeCheck c;
+  c.domains.push_back(check_knobs(profile, root, c.differences));
+  const auto be = profile.nic.empty() ? nullptr : nic_backend(root, seams);
+  c.domains.push_back(check_nic(profile, be.get(), c.differences));
+  std::unique_ptr<SchedSystem> live;
+  SchedSystem *sys = seams.sched;
+  if (sys == nullptr && root.is_live() && !profile.sched_rules.empty()) {
+    live = make_live_sched_system(root);
+    sys = live.get();
+  }
+  c.domains.push_back(check_sched(profile, sys, c.differences));
+  return c;
+}
+
+// ---- status ------------------------------------------------------------------------
+
+namespace {
+
+DomainState feeder_state(const Sysroot &root) {
+  auto st = feeder_status(root);
+  if (!st) {
+    return {"feeder", "unchecked", st.error().message};
+  }
+  if (!st->state.active) {
+    return {"feeder", "off", "no feeder cores"};
+  }
+  return {"feeder", "applied", "CPUs " + st->state.cpus.str() + " (" + st->state.mechanism + ")"};
+}
+
+DomainState pool_state(const Sysroot &root) {
+  if (!root.is_dir(k_kmod_dir)) {
+    return {"pool", "off", "the module is not loaded"};
+  }
+  auto st = pool_status(root);
+  if (!st) {
+    return {"pool", "unchecked", st.error().message};
+  }
+  std::string detail;
+  std::uint64_t total = 0;
+  for (const auto &n : st->nodes) {
+    detail += (detail.empty() ? "" : ", ") + std::string("node") + std::to_string(n.node) + " " +
+              std::to_string(n.reserved) + " pages (" + std::to_string(n.mapped) + " mapped)";
+    total += n.reserved;
+  }
+  return {"pool", total > 0 ? "applied" : "off", detail.empty() ? "no NUMA node" : detail};
+}
+
+DomainState boot_state(const Sysroot &root) {
+  auto dropin = root.read(k_grub_dropin);
+  if (!dropin) {
+    return {"boot", "off", "no " + std::string(k_grub_dropin)};
+  }
+  // The drop-in's parameters, as GRUB_CMDLINE_LINUX_DEFAULT="$... PARAMS".
+  auto cmdline = root.read("/proc/cmdline");
+  const std::string have = cmdline ? " " + std::string(trim(*cmdline)) + " " : "";
+  size_t missing = 0;
+  std::string params;
+  for (const auto line : split_lines(*dropin)) {
+    const auto q = line.find('"');
+    if (line.starts_with("#") || q == std::string_view::npos) {
+      continue;
+    }
+    for (const auto w : split_words(line.substr(q + 1, line.rfind('"') - q - 1))) {
+      if (w.starts_with("$")) {
+        continue;
+      }
+      params += (params.empty() ? "" : " ") + std::string(w);
+      missing += have.find(" " + std::string(w) + " ") == std::string::npos ? 1 : 0;
+    }
+  }
+  if (missing > 0) {
+    return {"boot", "pending-reboot",
+            std::to_string(missing) + " parameter(s) of " + std::string(k_grub_dropin) +
+                " not on the running command line: " + params};
+  }
+  return {"boot", "applied", params};
+}
+
+DomainState persist_state(const Sysroot &root) {
+  if (!root.exists(k_config_file)) {
+    return {"persist", "off", "no " + std::string(k_config_file)};
+  }
+  auto cfg = load_config(root);
+  if (!cfg) {
+    return {"persist", "unchecked", cfg.error().message};
+  }
+  return {"persist", "applied",
+          std::string(k_config_file) + ": profile " + cfg->profile.value_or("(none)") + " at boot"};
+}
+
+} // namespace
+
+Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
+  NodeStatus s;
+  s.backend = choose_backend(root, Backend::automatic);
+  auto active = active_profile(root, s.backend);
+  if (!active) {
+    return active.error();
+  }
+  s.profile = active->name == k_baseline ? "" : active->name;
+  if (s.profile.empty()) {
+    for (const char *d : {"knobs", "nic", "sched"}) {
+      s.domains.push_back({d, "off", "no profile active"});
+    }
+  } else {
+    auto p = ProfileLoader(&root).load(s.profile);
+    if (!p) {
+      return with_context(p.error(), "the active profile");
+    }
+    auto c = check_node(*p, root, seams);
+    if (!c) {
+      return c.error();
+    }
+    for (const auto &d : c->domains) {
+      const std::string state = d.state == "match"            ? "applied"
+                                : d.state == "differs"        ? "drifted"
+                                : d.state == "not-applicable" ? "off"
+                                                              : d.state;
+      std::string detail = std::to_string(d.checked) + " checked";
+      const auto n = std::count_if(c->differences.begin(), c->differences.end(),
+                                   [&](const NodeDifference &x) { return x.domain == d.domain && x.counts; });
+      if (n > 0) {
+        detail += ", " + std::to_string(n) + " differ";
+      }
+      if (d.state == "not-applicable") {
+        detail = "nothing in profile " + s.profile;
+      }
+      if (!d.note.empty()) {
+        detail += (detail.empty() ? "" : "; ") + d.note;
+      }
+      s.domains.push_back({d.domain, state, detail});
+    }
+    s.differences = std::move(c->differences);
+  }
+  s.domains.push_back(feeder_state(root));
+  s.domains.push_back(pool_state(root));
+  s.domains.push_back(boot_state(root));
+  s.domains.push_back(persist_state(root));
+  return s;
+}
+
+// ---- off ---------------------------------------------------------------------------
+
+bool OffReport::ok() const {
+  return std::none_of(domains.begin(), domains.end(), [](const DomainState &d) { return d.state == "failed"; });
+}
+
+namespace {
+
+DomainState off_boot(const Sysroot &root) {
+  if (!root.exists(k_grub_dropin)) {
+    return {"boot", "off", "no " + std::string(k_grub_dropin)};
+  }
+  if (auto st = root.remove_file(k_grub_dropin); !st) {
+    return {"boot", "failed", st.error().message};
+  }
+  return {"boot", "pending-reboot",
+          "removed " + std::string(k_grub_dropin) + "; run update-grub, the parameters leave at the next boot"};
+}
+
+DomainState off_persist(const Sysroot &root) {
+  auto removed = remove_persist(root);
+  if (!removed) {
+    return {"persist", "failed", removed.error().message};
+  }
+  if (removed->empty()) {
+    return {"persist", "off", "nothing persisted by mltunectl"};
+  }
+  std::string files;
+  for (const auto &f : *removed) {
+    files += (files.empty() ? "" : ", ") + f;
+  }
+  return {"persist", "restored", "removed " + files};
+}
+
+DomainState off_config(const Sysroot &root) {
+  auto r = detail::revert_config_locked(root, true);
+  if (!r) {
+    return {"pool", "failed", r.error().message};
+  }
+  std::string what;
+  for (const auto &l : r->restored) {
+    what += (what.empty() ? "" : "; ") + l;
+  }
+  return {"pool", r->restored.empty() ? "off" : "restored", what.empty() ? "no reservation made by mltune" : what};
+}
+
+DomainState off_feeder(const Sysroot &root, const NodeSeams &seams) {
+  auto st = feeder_status(root);
+  if (!st) {
+    return {"feeder", "failed", st.error().message};
+  }
+  if (!st->state.active) {
+    return {"feeder", "off", "no feeder cores"};
+  }
+  const std::string cpus = st->state.cpus.str();
+  auto r = seams.feeder != nullptr ? feeder_off(root, *seams.feeder) : feeder_off(root);
+  if (!r) {
+    return {"feeder", "failed", r.error().message};
+  }
+  return {"feeder", "restored", "feeder cores " + cpus + " off"};
+}
+
+DomainState off_sched(const Sysroot &root, const NodeSeams &seams) {
+  std::unique_ptr<SchedSystem> live;
+  SchedSystem *sys = seams.sched;
+  if (sys == nullptr) {
+    if (!root.is_live()) {
+      return {"sched", "unchecked", "thread policies are restored on the live node only"};
+    }
+    live = make_live_sched_system(root);
+    sys = live.get();
+  }
+  auto r = sched_reset(*sys, SchedOptions{});
+  if (!r) {
+    return {"sched", "failed", r.error().message};
+  }
+  size_t restored = 0, failed = 0;
+  for (const auto &a : r->actions) {
+    restored += a.result == "applied" ? 1 : 0;
+    failed += a.result == "failed" ? 1 : 0;
+  }
+  if (failed > 0) {
+    return {"sched", "failed", std::to_string(failed) + " thread(s) could not be restored (see sched list)"};
+  }
+  return {"sched", r->actions.empty() ? "off" : "restored",
+          r->actions.empty() ? "no thread policy changed by mltune"
+                             : std::to_string(r->actions.size()) + " thread(s) restored or gone"};
+}
+
+DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {
+  auto b = detail::load_baseline(root);
+  if (!b) {
+    return {"nic", "failed", b.error().message};
+  }
+  if (b->nic.empty()) {
+    return {"nic", "off", "no NIC setting changed by mltune"};
+  }
+  auto be = nic_backend(root, seams);
+  if (!be) {
+    return {"nic", "unchecked", "NIC settings are restored over netlink on the live node only"};
+  }
+  auto r = restore_nic_baseline(root, *be);
+  if (!r) {
+    return {"nic", "failed", r.error().message};
+  }
+  std::string detail = std::to_string(r->applied.size()) + " setting(s) restored";
+  if (!r->skipped.empty()) {
+    detail += ", " + std::to_string(r->skipped.size()) + " gone since (";
+    for (size_t i = 0; i < r->skipped.size(); ++i) {
+      detail += (i == 0 ? "" : ", ") + r->skipped[i].ifname + " " + r->skipped[i].key;
+    }
+    detail += ")";
+  }
+  return {"nic", "restored", detail};
+}
+
+DomainState off_knobs(const Sysroot &root) {
+  std::string detail, failed;
+  bool any = false;
+  if (kernel_backend_present(root)) {
+    auto a = active_profile(root, Backend::kernel);
+    if (a && !a->name.empty() && a->name != k_baseline) {
+      auto r = restore_baseline_kernel(root);
+      if (!r) {
+        failed += r.error().message;
+      } else {
+        any = true;
+        detail += "module: baseline restored";
+      }
+    }
+  }
+  auto direct = detail::load_baseline(root);
+  if (!direct) {
+    failed += (failed.empty() ? "" : "; ") + direct.error().message;
+  } else if (!direct->knobs.empty()) {
+    auto r = restore_baseline_direct(root);
+    if (!r) {
+      failed += (failed.empty() ? "" : "; ") + r.error().message;
+    } else {
+      any = true;
+      detail += (detail.empty() ? "" : "; ") + std::string("direct: ") + std::to_string(r->written.size()) +
+                " knob(s) written back";
+    }
+  }
+  if (!failed.empty()) {
+    return {"knobs", "failed", failed};
+  }
+  return {"knobs", any ? "restored" : "off", any ? detail : "no knob changed by mltune"};
+}
+
+} // namespace
+
+Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams) {
+  auto lock = NodeLock::acquire(root);
+  if (!lock) {
+    return lock.error();
+  }
+  OffReport rep;
+  // The reverse of the order things are applied in.
+  rep.domains.push_back(off_boot(root));
+  rep.domains.push_back(off_persist(root));
+  rep.domains.push_back(off_config(root));
+  rep.domains.push_back(off_feeder(root, seams));
+  rep.domains.push_back(off_sched(root, seams));
+  rep.domains.push_back(off_nic(root, seams));
+  rep.domains.push_back(off_knobs(root));
+  return rep;
+}
+
+} // namespace mltune

@@ -1,0 +1,97 @@
+// mltunectl off, mltunectl active (status): the node as one unit
+// (mltune/node.hpp).
+#include "cli.hpp"
+
+#include "mltune/node.hpp"
+
+#include <ostream>
+
+namespace mltune::cli {
+
+namespace {
+
+nlohmann::json domains_json(const std::vector<DomainState> &ds) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto &d : ds) {
+    a.push_back({{"domain", d.domain}, {"state", d.state}, {"detail", d.detail}});
+  }
+  return a;
+}
+
+void print_domains(Context &ctx, const std::vector<DomainState> &ds) {
+  for (const auto &d : ds) {
+    *ctx.out << "  " << d.domain << std::string(d.domain.size() < 8 ? 8 - d.domain.size() : 1, ' ') << d.state
+             << (d.detail.empty() ? "" : ": " + d.detail) << "\n";
+  }
+}
+
+void run_off(Context &ctx) {
+  const Sysroot root = ctx.root();
+  if (ctx.dry_run) {
+    auto st = node_status(root);
+    if (!st) {
+      return ctx.fail(st.error());
+    }
+    if (ctx.json) {
+      return ctx.emit({{"dry_run", true}, {"profile", st->profile}, {"domains", domains_json(st->domains)}});
+    }
+    *ctx.out << "would return every domain to its baseline; now:\n";
+    print_domains(ctx, st->domains);
+    return;
+  }
+  auto rep = node_off(root);
+  if (!rep) {
+    return ctx.fail(rep.error());
+  }
+  ctx.rc = rep->ok() ? k_exit_ok : k_exit_failed;
+  if (ctx.json) {
+    return ctx.emit({{"ok", rep->ok()}, {"domains", domains_json(rep->domains)}});
+  }
+  *ctx.out << (rep->ok() ? "every domain is back on its baseline\n" : "some domains could not be put back (exit 1):\n");
+  print_domains(ctx, rep->domains);
+}
+
+void run_active(Context &ctx) {
+  auto st = node_status(ctx.root());
+  if (!st) {
+    return ctx.fail(st.error());
+  }
+  if (ctx.json) {
+    nlohmann::json diffs = nlohmann::json::array();
+    for (const auto &d : st->differences) {
+      diffs.push_back({{"domain", d.domain},
+                       {"key", d.key},
+                       {"expected", d.expected},
+                       {"current", d.current},
+                       {"state", d.state},
+                       {"optional", !d.counts}});
+    }
+    return ctx.emit({{"profile", st->profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(st->profile)},
+                     {"backend", to_string(st->backend)},
+                     {"domains", domains_json(st->domains)},
+                     {"differences", diffs}});
+  }
+  *ctx.out << "profile: " << (st->profile.empty() ? "none" : st->profile) << " (" << to_string(st->backend)
+           << " backend)\n";
+  print_domains(ctx, st->domains);
+  if (ctx.verbose > 0) {
+    for (const auto &d : st->differences) {
+      *ctx.out << "  - " << d.domain << " " << d.key << ": current '" << d.current << "', expected '" << d.expected
+               << "'\n";
+    }
+  }
+}
+
+} // namespace
+
+void register_node(CLI::App &app, Context &ctx) {
+  auto *off = app.add_subcommand("off", "Return every domain to what mltune found: knobs, NIC settings and IRQs, "
+                                        "thread policies, feeder cores, pool, persisted configuration, boot drop-in");
+  off->callback([&ctx] { run_off(ctx); });
+  auto *active = app.add_subcommand("active", "The active profile and the state of each domain (applied, drifted, "
+                                              "off, pending-reboot)");
+  active->alias("status");
+  active->callback([&ctx] { run_active(ctx); });
+}
+
+} // namespace mltune::cli
