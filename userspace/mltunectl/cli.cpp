@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include "mltune/config.hpp"
+#include "mltune/cpulist.hpp"
 
 #include <ostream>
 
@@ -27,6 +28,14 @@ std::string Context::default_profile() const {
     }
   }
   return "training";
+}
+
+CLI::Validator cpulist_check() {
+  return {[](std::string &s) {
+            auto c = parse_cpuset(s, "cpulist");
+            return c ? std::string() : c.error().message;
+          },
+          "CPULIST"};
 }
 
 namespace {

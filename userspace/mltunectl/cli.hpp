@@ -84,6 +84,10 @@ nlohmann::json noise_json(const NoiseReport &r);
 // One drift record as `drift show --json` prints it (verify's changed_by).
 nlohmann::json drift_write_json(const DriftWrite &w);
 
+// An option check: the value is a cpulist as parse_cpuset() accepts it
+// ("2-3,6-7"; not "abc", not "5-2"), else a usage error naming it.
+CLI::Validator cpulist_check();
+
 // Runs mltunectl with argv (without the program name); returns the exit code.
 int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err);
 

@@ -92,6 +92,12 @@ void run_apply(Context &ctx, const BootArgs &a) {
   const Sysroot root = ctx.root();
   const std::string content = grub_dropin(c->params, c->profile.name);
   if (ctx.dry_run) {
+    if (ctx.json) {
+      return ctx.emit({{"dry_run", true},
+                       {"file", std::string(k_grub_dropin)},
+                       {"content", content},
+                       {"fragment", boot_fragment(c->params)}});
+    }
     *ctx.out << "==> " << k_grub_dropin << " (not written: --dry-run)\n" << content;
     return;
   }
@@ -154,6 +160,10 @@ void run_remove(Context &ctx) {
   const Sysroot root = ctx.root();
   const bool had = root.exists(k_grub_dropin);
   if (ctx.dry_run) {
+    if (ctx.json) {
+      return ctx.emit({{"dry_run", true},
+                       {"would_remove", had ? nlohmann::json(std::string(k_grub_dropin)) : nlohmann::json(nullptr)}});
+    }
     *ctx.out << (had ? "would remove " : "nothing to remove: no ") << k_grub_dropin << "\n";
     return;
   }

@@ -22,6 +22,12 @@ struct NicArgs {
 
 Result<std::unique_ptr<NicBackend>> backend_for(Context &ctx, const NicArgs &a) {
   const Sysroot root = ctx.root();
+  if (!root.shares_network()) {
+    return input_error("--sysroot " + root.root().string() +
+                       ": NIC settings are read and written over netlink, which reaches this machine's own "
+                       "interfaces, not the tree's (run it on the node, or in a container with the host's network "
+                       "and the host at --sysroot)");
+  }
   std::vector<unsigned> feeders;
   if (!a.feeders.empty()) {
     auto set = parse_cpuset(a.feeders, "--feeder");

@@ -28,6 +28,13 @@ struct PersistArgs {
 
 void run_remove(Context &ctx) {
   const Sysroot root = ctx.root();
+  if (ctx.dry_run && ctx.json) {
+    nlohmann::json files = nlohmann::json::array({std::string(k_config_file)});
+    for (const auto &f : legacy_persist_files()) {
+      files.push_back(std::string(f));
+    }
+    return ctx.emit({{"dry_run", true}, {"would_remove_if_marked", files}});
+  }
   if (ctx.dry_run) {
     *ctx.out << "would remove " << k_config_file << " and the files of older versions of persist:";
     for (const auto &f : legacy_persist_files()) {
@@ -113,6 +120,9 @@ void run_persist(Context &ctx, const PersistArgs &a) {
     return ctx.fail(cfg.error());
   }
   if (ctx.dry_run) {
+    if (ctx.json) {
+      return ctx.emit({{"dry_run", true}, {"file", std::string(k_config_file)}, {"content", render_config(*cfg)}});
+    }
     *ctx.out << "==> " << k_config_file << " (not written: --dry-run)\n" << render_config(*cfg);
     return;
   }

@@ -217,6 +217,11 @@ void run_watch(Context &ctx, const SchedArgs &args) {
   if (!p) {
     return ctx.fail(p.error());
   }
+  if (!ctx.root().is_live()) {
+    return ctx.fail(input_error("--sysroot " + ctx.sysroot +
+                                ": the watcher follows this machine's processes over the proc connector and runs "
+                                "SCHED_FIFO here; it watches only the live node (run it without --sysroot)"));
+  }
   auto sys = make_live_sched_system(ctx.root());
   g_stop = false;
   struct sigaction sa {};
@@ -289,7 +294,9 @@ void add_common(CLI::App *c, SchedArgs &args, bool profile, bool placement) {
   }
   c->add_option("--pid", args.pid, "Only threads of this process")->check(CLI::PositiveNumber);
   if (placement) {
-    c->add_option("--feeder", args.feeder, "Feeder cores for cpus = \"feeder\" (cpulist)")->type_name("CPULIST");
+    c->add_option("--feeder", args.feeder, "Feeder cores for cpus = \"feeder\" (cpulist)")
+        ->type_name("CPULIST")
+        ->check(cpulist_check());
   }
 }
 

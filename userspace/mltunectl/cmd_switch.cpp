@@ -87,11 +87,9 @@ void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend, ProfileSw
 
 void print_report(Context &ctx, const SwitchReport &r, ProfileSwitch *sw = nullptr) {
   if (ctx.json) {
-    nlohmann::json j{{"profile", r.profile},
-                     {"backend", to_string(r.backend)},
-                     {"written", r.written},
-                     {"skipped", r.skipped},
-                     {"detail", r.detail}};
+    nlohmann::json j{{"profile", r.profile}, {"backend", to_string(r.backend)},
+                     {"written", r.written}, {"skipped", r.skipped},
+                     {"kept", r.kept},       {"detail", r.detail}};
     if (sw != nullptr) {
       j["domains"] = domains_json(*sw, false);
     }
@@ -99,7 +97,10 @@ void print_report(Context &ctx, const SwitchReport &r, ProfileSwitch *sw = nullp
     return;
   }
   *ctx.out << "switched to '" << r.profile << "' (" << to_string(r.backend) << " backend, " << r.written.size()
-           << " knobs written)\n";
+           << " knobs written" << (r.kept.empty() ? "" : ", " + std::to_string(r.kept.size()) + " kept") << ")\n";
+  for (const auto &k : r.kept) {
+    *ctx.out << "  kept " << k << ": the node's value already meets the bound\n";
+  }
   for (const auto &s : r.skipped) {
     *ctx.out << "  skipped " << s << "\n";
   }

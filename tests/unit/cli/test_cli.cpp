@@ -144,6 +144,57 @@ TEST_F(Cli, VerifySwitchVerifyBaseline) {
   EXPECT_EQ(fake.snapshot(), before);
 }
 
+// The whole node: verify lists every domain, active and off work on a tree,
+// the domains a tree cannot reach are "unchecked", never a silent match.
+TEST_F(Cli, ActiveVerifyOff) {
+  const auto before = fake.snapshot();
+  auto r = run({"--json", "active"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(r.j()["profile"].is_null());
+  ASSERT_EQ(run({"switch", "training"}).rc, 0);
+  r = run({"--json", "status"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["profile"], "training");
+  r = run({"--json", "verify", "training"});
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::string domains;
+  const auto verified = r.j();
+  for (const auto &d : verified["domains"]) {
+    domains += d["domain"].get<std::string>() + "=" + d["state"].get<std::string>() + " ";
+  }
+  EXPECT_EQ(domains, "knobs=match nic=unchecked sched=unchecked ");
+  r = run({"--json", "off"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_TRUE(r.j()["ok"].get<bool>());
+  EXPECT_EQ(fake.snapshot(), before);
+  EXPECT_FALSE(fake.root().exists(mltune::k_state_file));
+}
+
+// Rough edges: bad cpulists exit 2, a tree is not this machine's network
+// or processes, an unknown profile lists the known ones.
+TEST_F(Cli, RefusesWhatTheTreeCannotBe) {
+  for (const char *bad : {"abc", "5-2", "1,,2"}) {
+    const auto r = run({"sched", "apply", "--feeder", bad});
+    EXPECT_EQ(r.rc, 2) << bad << ": " << r.err;
+  }
+  auto r = run({"nic", "show"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("over netlink"), std::string::npos) << r.err;
+  r = run({"sched", "watch", "--profile", "training"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("only the live node"), std::string::npos) << r.err;
+  r = run({"verify", "nosuch"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("(available: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("training"), std::string::npos) << r.err;
+  r = run({"--json", "--dry-run", "boot", "remove"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(r.j()["dry_run"].get<bool>());
+  r = run({"--json", "--dry-run", "persist", "--profile", "training"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.j()["content"].get<std::string>().find("training"), std::string::npos);
+}
+
 TEST_F(Cli, SwitchBadInputAppliesNothing) {
   const auto before = fake.snapshot();
   const auto cyc = profile_file("cyc.toml", "include = [\"cyc.toml\"]\n");

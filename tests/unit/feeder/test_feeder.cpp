@@ -136,6 +136,10 @@ TEST_F(Feeder, InputErrorsTouchNothing) {
   s = feeder_on(fake.root(), os, cpus("0-7"), {}, "cpuset");
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("no housekeeping CPU"), std::string::npos);
+  s = feeder_on(fake.root(), os, cpus("0,4"), {}, "cpuset"); // the boot CPU, as boot refuses it
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, Errc::input);
+  EXPECT_NE(s.error().message.find("include CPU 0"), std::string::npos) << s.error().message;
   s = feeder_on(fake.root(), os, cpus("6-7"), {}, "sched_ext"); // no /sys/kernel/sched_ext here
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind, Errc::input);

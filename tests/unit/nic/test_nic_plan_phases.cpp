@@ -275,3 +275,19 @@ TEST(NicPlanPhases, Irqbalance) {
   EXPECT_EQ(running.notes,
             std::vector<std::string>{"irqbalance (pid 42) is running: the NIC IRQs will be banned from it"});
 }
+
+// 4 NICs x 65 queue IRQs on 4 housekeeping CPUs is said, not done silently.
+TEST(NicPlanPhases, CrowdedIrqsAreNoted) {
+  NicPlan plan;
+  for (int i = 0; i < 260; ++i) {
+    plan.changes.push_back(
+        {"eth" + std::to_string(i / 65), "irq." + std::to_string(100 + i), "0-7", std::to_string(i % 4), "t.toml:1"});
+  }
+  detail::plan_irq_load(plan);
+  ASSERT_EQ(plan.notes.size(), 1U);
+  EXPECT_NE(plan.notes[0].find("up to 65 per CPU"), std::string::npos) << plan.notes[0];
+  NicPlan light;
+  light.changes.push_back({"eth0", "irq.24", "0-7", "2", "t.toml:1"});
+  detail::plan_irq_load(light);
+  EXPECT_TRUE(light.notes.empty());
+}

@@ -50,7 +50,8 @@ TEST(ProfilePhases, TopLevelCollectsIncludesInOrder) {
 
 TEST(ProfilePhases, TopLevelRejectsUnknownAndMistyped) {
   EXPECT_EQ(error_of(check_top_level(doc_of("bogus = 1\n"), "t.toml")),
-            "t.toml:1: unknown key 'bogus' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"])");
+            "t.toml:1: unknown key 'bogus' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"], "
+            "[[sched.rule]])");
   EXPECT_EQ(error_of(check_top_level(doc_of("description = 3\n"), "t.toml")), "t.toml:1: description must be a string");
   EXPECT_EQ(error_of(check_top_level(doc_of("include = [\"a\", 2]\n"), "t.toml")),
             "t.toml:1: include entries must be strings");

@@ -196,6 +196,7 @@ struct NicSkip {
 struct NicPlan {
   std::vector<NicChange> changes; // in apply order
   std::vector<NicSkip> skipped;   // settings the device does not support
+  std::size_t compared = 0;       // device settings compared (changed or not)
   std::vector<std::string> notes; // irqbalance and similar
   std::string irqbalance;         // mode to apply ("" = nothing to do)
   std::vector<unsigned> irqbalance_banned;

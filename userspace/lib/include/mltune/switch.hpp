@@ -51,6 +51,7 @@ struct SwitchReport {
   std::vector<std::string> written; // keys written
   std::vector<std::string> skipped; // optional keys skipped, "key: why"
   std::string detail;               // e.g. the module's last_switch
+  std::vector<std::string> kept;    // kernel backend: bounds (at_least, at_most) the node already met
 };
 
 Backend choose_backend(const Sysroot &root, Backend wanted);

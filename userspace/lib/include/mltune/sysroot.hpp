@@ -21,6 +21,11 @@ public:
 
   [[nodiscard]] const std::filesystem::path &root() const { return root_; }
   [[nodiscard]] bool is_live() const { return root_ == "/"; }
+  // Whether this process's netlink sockets reach the node below the root:
+  // the live root, or a root whose init process (<root>/proc/1/ns/net) is in
+  // this process's network namespace (a container that mounts the host at
+  // /host and shares its network).  False for a fixture tree.
+  [[nodiscard]] bool shares_network() const;
   // Host path of an absolute node path.
   [[nodiscard]] std::filesystem::path path(std::string_view abs) const;
   [[nodiscard]] bool exists(std::string_view abs) const;

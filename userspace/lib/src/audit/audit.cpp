@@ -109,7 +109,11 @@ void audit_knobs(const Profile &profile, const Sysroot &root, std::vector<Findin
     case KnobState::unreadable:
       f.current = std::string(to_string(st.state));
       f.severity = st.allowed() ? Severity::info : Severity::warning;
-      f.fix = st.allowed() ? "optional; " + k.reason : "kernel lacks " + k.path() + ": " + st.error;
+      // The read error names the path already.
+      f.fix = st.allowed() ? "optional; " + k.reason
+              : st.state == KnobState::missing
+                  ? "the kernel lacks " + k.path() + " (not built in, or its module is not loaded)"
+                  : st.error;
       break;
     }
     out.push_back(std::move(f));

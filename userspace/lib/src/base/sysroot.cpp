@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace mltune {
@@ -53,6 +54,16 @@ std::string Sysroot::host_path(std::string_view abs) const {
   out.reserve(prefix_.size() + 1 + abs.size());
   out.append(prefix_).append("/").append(abs);
   return out;
+}
+
+bool Sysroot::shares_network() const {
+  if (is_live()) {
+    return true;
+  }
+  struct stat theirs {};
+  struct stat ours {};
+  return ::stat(host_path("/proc/1/ns/net").c_str(), &theirs) == 0 && ::stat("/proc/self/ns/net", &ours) == 0 &&
+         theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
 }
 
 fs::path Sysroot::path(std::string_view abs) const {

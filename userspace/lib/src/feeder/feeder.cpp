@@ -1015,6 +1015,11 @@ Result<CpuSet> feeder_housekeeping(const Sysroot &root, const CpuSet &cpus, cons
   if (hk.empty()) {
     return input_error("feeder CPUs " + cpus.str() + " would leave no housekeeping CPU");
   }
+  // The boot CPU, as `boot` refuses to isolate it.
+  if (!online.empty() && cpus.test(online.first())) {
+    return input_error("feeder CPUs " + cpus.str() + " include CPU " + std::to_string(online.first()) +
+                       ", which keeps timers and interrupts that cannot move; choose others");
+  }
   return hk;
 }
 

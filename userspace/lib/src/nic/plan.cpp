@@ -284,6 +284,7 @@ void DeviceChanges::skip(const std::string &key, std::string why) {
 void DeviceChanges::change(const std::string &key, const std::string &to, const NicSetting &s) {
   const auto it = dev_.current.find(key);
   const std::string from = it == dev_.current.end() ? "" : it->second;
+  ++plan_.compared;
   if (from != to) {
     changes.push_back({dev_.name, key, from, to, s.origin});
   }
@@ -504,6 +505,7 @@ Status plan_flow_entries(NicBackend &backend, const NicPlanTotals &totals, NicPl
   if (!cur) {
     return cur.error();
   }
+  ++plan.compared;
   if (*cur != std::to_string(totals.flow_entries)) {
     plan.changes.push_back({"", key, *cur, std::to_string(totals.flow_entries), totals.flow_origin});
   }
@@ -534,6 +536,28 @@ void plan_irqbalance(NicBackend &backend, const NicPlanTotals &totals, NicPlan &
       (totals.irqbalance_mode == "stop" ? "it will be stopped" : "the NIC IRQs will be banned from it"));
 }
 
+void plan_irq_load(NicPlan &plan) {
+  std::map<std::string, std::size_t> per_cpu;
+  for (const auto &c : plan.changes) {
+    if (nic_group(c.key) == "irq") {
+      ++per_cpu[c.to];
+    }
+  }
+  std::string crowded;
+  std::size_t most = 0;
+  for (const auto &[cpu, n] : per_cpu) {
+    if (n > k_irqs_per_cpu_note) {
+      crowded += (crowded.empty() ? "" : ", ") + std::string("CPU ") + cpu + ": " + std::to_string(n);
+      most = std::max(most, n);
+    }
+  }
+  if (!crowded.empty()) {
+    plan.notes.push_back("queue IRQs crowd the housekeeping CPUs (" + crowded + "; up to " + std::to_string(most) +
+                         " per CPU): fewer channels per NIC (channels.combined = \"local\") or more housekeeping "
+                         "CPUs spread them");
+  }
+}
+
 } // namespace detail
 
 Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices, NicBackend &backend,
@@ -550,6 +574,7 @@ Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<Ni
     return st.error();
   }
   detail::plan_irqbalance(backend, totals, plan);
+  detail::plan_irq_load(plan);
   return plan;
 }
 

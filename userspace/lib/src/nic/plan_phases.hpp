@@ -59,6 +59,11 @@ Status plan_value(DeviceChanges &d, const std::string &key, const NicSetting &s,
 // Every wanted setting but irq.* and rps.*.
 Status plan_settings(DeviceChanges &d, const NicWanted &wanted);
 
+// A note when the queue IRQs put more than this many on one CPU.
+inline constexpr std::size_t k_irqs_per_cpu_note = 8;
+// Notes CPUs that the plan gives more than k_irqs_per_cpu_note queue IRQs.
+void plan_irq_load(NicPlan &plan);
+
 // irq.affinity = housekeeping: queue IRQs round robin over the node's housekeeping CPUs.
 Status plan_queue_irqs(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals &totals);
 

@@ -406,7 +406,7 @@ Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const st
       }
     } else {
       return input_error(at + ": unknown key '" + std::string(k.str()) +
-                         "' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"])");
+                         "' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"], [[sched.rule]])");
     }
   }
   return includes;
@@ -470,10 +470,8 @@ Result<Knob> parse_knob(KnobKind kind, const toml::key &k, const toml::node &v, 
       knob.cmp = fk == "value" ? KnobCmp::exact : fk == "at_least" ? KnobCmp::at_least : KnobCmp::at_most;
       if (const auto *i = fv.as_integer()) {
         knob.value = std::to_string(i->get());
-      } else if (const auto *s = fv.as_string(); s != nullptr && knob.cmp == KnobCmp::exact) {
-        knob.value = s->get();
-      } else if (s != nullptr && is_decimal(s->get())) {
-        knob.value = s->get(); // a bound beyond TOML's 64-bit integers
+      } else if (const auto *s = fv.as_string(); s != nullptr && (knob.cmp == KnobCmp::exact || is_decimal(s->get()))) {
+        knob.value = s->get(); // a string bound: digits beyond TOML's 64-bit integers
       } else {
         return input_error(fat + ": " + key + ": " + value_key +
                            (knob.cmp == KnobCmp::exact ? " must be an integer or a string" : " must be an integer"));

@@ -53,7 +53,6 @@ Result<SwitchPlan> plan_switch(const Profile &profile, const Sysroot &root) {
 namespace {
 
 using detail::load_baseline;
-using detail::NodeBaseline;
 using detail::save_baseline;
 
 struct Write {
@@ -64,7 +63,7 @@ struct Write {
 // Writes in order; on the first failure of a required write restores every
 // write done so far, in reverse, and returns the error naming the knob.
 Result<SwitchReport> transact(const std::string &profile, const std::vector<Write> &writes, const Sysroot &root) {
-  SwitchReport rep{Backend::direct, profile, {}, {}, {}};
+  SwitchReport rep{Backend::direct, profile, {}, {}, {}, {}};
   std::vector<const Write *> done;
   for (const auto &w : writes) {
     auto st = root.write_value(w.path, w.value);

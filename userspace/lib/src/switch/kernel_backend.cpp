@@ -74,7 +74,7 @@ Result<SwitchReport> activate(const std::string &name, const Sysroot &root) {
                      (detail.empty() ? "" : " (last_switch: " + detail + ")"),
                  st.error().sys_errno};
   }
-  return SwitchReport{Backend::kernel, name, {}, {}, last_switch(root)};
+  return SwitchReport{Backend::kernel, name, {}, {}, last_switch(root), {}};
 }
 
 } // namespace
@@ -103,8 +103,20 @@ Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root) 
     return st.error();
   }
   auto rep = activate(profile.name, root);
-  if (rep) {
-    for (const auto &k : profile.knobs) {
+  if (!rep) {
+    return rep;
+  }
+  // The module's record says which knobs it skipped ("skipped=PATH errno=E")
+  // and which bounds it kept ("kept=PATH"); the rest were written.
+  const std::string full = root.read(k_last_switch).value_or("");
+  for (const auto &k : profile.knobs) {
+    const std::string path = k.path();
+    if (full.find("\nkept=" + path + "\n") != std::string::npos) {
+      rep->kept.push_back(k.key);
+    } else if (const auto at = full.find("\nskipped=" + path + " "); at != std::string::npos) {
+      const auto end = full.find('\n', at + 1);
+      rep->skipped.push_back(k.key + ": " + full.substr(at + 9 + path.size(), end - at - 9 - path.size()));
+    } else {
       rep->written.push_back(k.key);
     }
   }

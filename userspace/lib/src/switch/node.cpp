@@ -14,7 +14,6 @@
 #include "switch/undo.hpp"
 
 #include <algorithm>
-#include <set>
 
 namespace mltune {
 
@@ -43,7 +42,7 @@ std::unique_ptr<NicBackend> nic_backend(const Sysroot &root, const NodeSeams &se
   if (seams.nic) {
     return seams.nic();
   }
-  if (!root.is_live()) {
+  if (!root.shares_network()) {
     return nullptr;
   }
   auto feeders = nic_feeder_cpus(root);
@@ -115,15 +114,11 @@ DomainCheck check_nic(const Profile &profile, NicBackend *be, std::vector<NodeDi
     dc.note = rep.error().message;
     return dc;
   }
-  std::set<std::string> devs;
   for (const auto &c : rep->plan.changes) {
     out.push_back({"nic", (c.ifname.empty() ? "" : c.ifname + " ") + c.key, c.to, c.from, "differs", true});
     dc.state = "differs";
   }
-  for (const auto &s : rep->skipped) {
-    devs.insert(s.ifname);
-  }
-  dc.checked = rep->plan.changes.size();
+  dc.checked = rep->plan.compared;
   if (!rep->skipped.empty()) {
     dc.note = std::to_string(rep->skipped.size()) + " setting(s) the devices do not support were left out";
   }
@@ -381,17 +376,21 @@ DomainState off_sched(const Sysroot &root, const NodeSeams &seams) {
   if (!r) {
     return {"sched", "failed", r.error().message};
   }
-  size_t restored = 0, failed = 0;
+  size_t restored = 0;
+  size_t failed = 0;
   for (const auto &a : r->actions) {
-    restored += a.result == "applied" ? 1 : 0;
+    restored += a.result == "restored" ? 1 : 0;
     failed += a.result == "failed" ? 1 : 0;
   }
   if (failed > 0) {
     return {"sched", "failed", std::to_string(failed) + " thread(s) could not be restored (see sched list)"};
   }
-  return {"sched", r->actions.empty() ? "off" : "restored",
-          r->actions.empty() ? "no thread policy changed by mltune"
-                             : std::to_string(r->actions.size()) + " thread(s) restored or gone"};
+  if (r->actions.empty()) {
+    return {"sched", "off", "no thread policy changed by mltune"};
+  }
+  return {"sched", "restored",
+          std::to_string(restored) + " thread(s) restored, " + std::to_string(r->actions.size() - restored) +
+              " gone since"};
 }
 
 DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {

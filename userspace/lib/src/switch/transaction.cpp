@@ -171,7 +171,7 @@ Status NicStep::ensure_backend() {
 Status NicStep::plan() {
   planned_.reset();
   applied_.reset();
-  if (profile_.nic.empty() || (!backend_ && !root_.is_live())) {
+  if (profile_.nic.empty() || (!backend_ && !root_.shares_network())) {
     return {};
   }
   if (auto st = ensure_backend(); !st) {
@@ -200,7 +200,7 @@ Status NicStep::apply() {
 }
 
 Status NicStep::baseline() {
-  if (!backend_ && !root_.is_live()) {
+  if (!backend_ && !root_.shares_network()) {
     return {};
   }
   if (auto st = ensure_backend(); !st) {

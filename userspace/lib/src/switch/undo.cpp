@@ -21,7 +21,7 @@ Result<ActiveProfile> active_profile(const Sysroot &root, Backend backend) {
 
 Result<SwitchReport> undo_switch(const Sysroot &root, Backend backend, const SwitchPlan &plan,
                                  const ActiveProfile &previous) {
-  SwitchReport rep{backend, previous.name, {}, {}, {}};
+  SwitchReport rep{backend, previous.name, {}, {}, {}, {}};
   std::string failed;
   auto note_failure = [&failed](const Error &e) { failed += (failed.empty() ? "" : "; ") + e.message; };
   if (backend == Backend::kernel) {
