@@ -1,8 +1,10 @@
-// mltunectl off, mltunectl active (status): the node as one unit
-// (mltune/node.hpp).
+// mltunectl off, mltunectl active (status), mltunectl recommend: the node
+// as one unit (mltune/node.hpp, mltune/recommend.hpp).
 #include "cli.hpp"
 
 #include "mltune/node.hpp"
+#include "mltune/recommend.hpp"
+#include "mltune/topology.hpp"
 
 #include <ostream>
 
@@ -82,6 +84,25 @@ void run_active(Context &ctx) {
   }
 }
 
+void run_recommend(Context &ctx) {
+  auto t = discover_topology(ctx.root());
+  if (!t) {
+    return ctx.fail(t.error());
+  }
+  const Recommendation r = recommend_profile(*t);
+  if (ctx.json) {
+    return ctx.emit({{"profile", r.profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.profile)},
+                     {"reasons", r.reasons},
+                     {"gpus", r.gpus},
+                     {"rdma_nics", r.rdma_nics},
+                     {"memory_kb", r.memory_kb}});
+  }
+  *ctx.out << (r.profile.empty() ? "none" : r.profile) << "\n";
+  for (const auto &why : r.reasons) {
+    *ctx.out << "  " << why << "\n";
+  }
+}
+
 } // namespace
 
 void register_node(CLI::App &app, Context &ctx) {
@@ -92,6 +113,9 @@ void register_node(CLI::App &app, Context &ctx) {
                                               "off, pending-reboot)");
   active->alias("status");
   active->callback([&ctx] { run_active(ctx); });
+  auto *rec = app.add_subcommand("recommend", "The profile for this node's hardware (GPUs, RDMA NICs, memory), "
+                                              "with the reasons");
+  rec->callback([&ctx] { run_recommend(ctx); });
 }
 
 } // namespace mltune::cli

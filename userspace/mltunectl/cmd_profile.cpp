@@ -2,6 +2,10 @@
 #include "cli.hpp"
 
 #include "mltune/catalog.hpp"
+#include "mltune/compare.hpp"
+#include "mltune/recommend.hpp"
+#include "mltune/switch.hpp"
+#include "mltune/topology.hpp"
 
 #include <ostream>
 
@@ -24,6 +28,11 @@ void list(Context &ctx) {
   const Sysroot root = ctx.root();
   const ProfileLoader loader(&root);
   nlohmann::json arr = nlohmann::json::array();
+  // Marks: the profile active now, the one the hardware suggests.
+  const auto active = active_profile(root, choose_backend(root, Backend::automatic));
+  const std::string active_name = active ? active->name : "";
+  const auto topo = discover_topology(root);
+  const std::string recommended = topo ? recommend_profile(*topo).profile : "";
   for (const auto &name : loader.list()) {
     auto p = loader.load(name);
     if (!p) {
@@ -33,9 +42,18 @@ void list(Context &ctx) {
     const bool user = root.exists(std::string(k_user_profile_dir) + "/" + name + ".toml");
     const bool packaged = !user && root.exists(std::string(packaged_profile_dir()) + "/" + name + ".toml");
     const char *source = user ? "user" : packaged ? "packaged" : "builtin";
-    arr.push_back({{"name", name}, {"description", p->description}, {"source", source}, {"knobs", p->knobs.size()}});
+    arr.push_back({{"name", name},
+                   {"description", p->description},
+                   {"source", source},
+                   {"knobs", p->knobs.size()},
+                   {"active", name == active_name},
+                   {"recommended", name == recommended}});
     if (!ctx.json) {
-      *ctx.out << name << (user ? " (user)" : packaged ? " (packaged)" : "") << "\t" << p->description << "\n";
+      *ctx.out << (name == active_name ? "* " : "  ") << name
+               << (user       ? " (user)"
+                   : packaged ? " (packaged)"
+                              : "")
+               << (name == recommended ? " (recommended)" : "") << "\t" << p->description << "\n";
     }
   }
   if (ctx.json) {
@@ -54,7 +72,19 @@ void show(Context &ctx, const std::string &name) {
     for (const auto &k : p->knobs) {
       knobs.push_back(knob_json(k));
     }
-    ctx.emit({{"name", p->name}, {"description", p->description}, {"sources", p->sources}, {"knobs", knobs}});
+    nlohmann::json nic = nlohmann::json::array();
+    nlohmann::json sched = nlohmann::json::array();
+    for (const auto &s : profile_settings(*p)) {
+      if (s.domain != "knobs") {
+        (s.domain == "nic" ? nic : sched).push_back({{"key", s.key}, {"value", s.value}, {"origin", s.origin}});
+      }
+    }
+    ctx.emit({{"name", p->name},
+              {"description", p->description},
+              {"sources", p->sources},
+              {"knobs", knobs},
+              {"nic", nic},
+              {"sched", sched}});
     return;
   }
   *ctx.out << "# " << p->name << ": " << p->description << "\n";
@@ -67,6 +97,11 @@ void show(Context &ctx, const std::string &name) {
              << "  # " << k.origin << "\n";
     if (ctx.verbose > 0 && !k.reason.empty()) {
       *ctx.out << "    " << k.reason << "\n";
+    }
+  }
+  for (const auto &s : profile_settings(*p)) {
+    if (s.domain != "knobs") {
+      *ctx.out << s.domain << " " << s.key << " = " << s.value << "  # " << s.origin << "\n";
     }
   }
 }

@@ -90,7 +90,8 @@ void diff(Context &ctx, const std::string &a, const std::string &b) {
   if (ctx.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto &e : d) {
-      arr.push_back({{"key", e.key},
+      arr.push_back({{"domain", e.domain},
+                     {"key", e.key},
                      {"a", e.a.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.a)},
                      {"b", e.b.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.b)}});
     }
@@ -98,7 +99,8 @@ void diff(Context &ctx, const std::string &a, const std::string &b) {
     return;
   }
   for (const auto &e : d) {
-    *ctx.out << e.key << ": " << (e.a.empty() ? "(unset)" : e.a) << " -> " << (e.b.empty() ? "(unset)" : e.b) << "\n";
+    *ctx.out << (e.domain == "knobs" ? "" : e.domain + " ") << e.key << ": " << (e.a.empty() ? "(unset)" : e.a)
+             << " -> " << (e.b.empty() ? "(unset)" : e.b) << "\n";
   }
   if (d.empty()) {
     *ctx.out << pa->name << " and " << pb->name << " set the same values\n";

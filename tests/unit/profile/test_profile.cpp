@@ -223,6 +223,12 @@ TEST(Diff, TrainingVsInference) {
   };
   EXPECT_TRUE(has("vm.swappiness", "1", "0"));
   EXPECT_TRUE(has("net.core.busy_poll", "", "50"));
+  // Every domain: NIC tables by GLOB and key, scheduler rules by name.
+  EXPECT_TRUE(has("* coalesce.rx-usecs", "50", "0"));
+  EXPECT_TRUE(std::any_of(d.begin(), d.end(), [](const auto &e) {
+    return e.domain == "sched" && e.key == "nccl-progress" && e.a.find("deadline runtime=500us") != std::string::npos &&
+           e.b.empty();
+  }));
   EXPECT_TRUE(diff_profiles(*loader.load("training"), *loader.load("training")).empty());
 }
 

@@ -32,11 +32,24 @@ std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root);
 // True when the value read from the node equals the wanted value exactly.
 bool values_equal(std::string_view current, std::string_view wanted);
 
+// Every setting of a profile in every domain, flat: the knobs (value as
+// Knob::wanted()), each [nic."GLOB"] setting as "GLOB KEY" (the last table
+// that sets it), each [[sched.rule]] by name, described.  In profile order.
+struct ProfileSetting {
+  std::string domain; // "knobs", "nic", "sched"
+  std::string key;
+  std::string value;
+  std::string origin; // file:line
+};
+std::vector<ProfileSetting> profile_settings(const Profile &p);
+
 struct ProfileDiffEntry {
   std::string key;
   std::string a; // empty when only in b
   std::string b; // empty when only in a
+  std::string domain = "knobs";
 };
+// Every setting (profile_settings) that differs or that one profile lacks.
 std::vector<ProfileDiffEntry> diff_profiles(const Profile &a, const Profile &b);
 
 } // namespace mltune

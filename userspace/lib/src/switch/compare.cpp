@@ -40,19 +40,58 @@ std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root) {
   return out;
 }
 
-std::vector<ProfileDiffEntry> diff_profiles(const Profile &a, const Profile &b) {
-  std::vector<ProfileDiffEntry> out;
-  for (const auto &k : a.knobs) {
-    const Knob *o = b.find(k.key);
-    if (o == nullptr) {
-      out.push_back({k.key, k.wanted(), {}});
-    } else if (k.cmp != o->cmp || !values_equal(k.value, o->value)) {
-      out.push_back({k.key, k.wanted(), o->wanted()});
+std::vector<ProfileSetting> profile_settings(const Profile &p) {
+  std::vector<ProfileSetting> out;
+  for (const auto &k : p.knobs) {
+    out.push_back({"knobs", k.key, k.wanted(), k.origin});
+  }
+  // A later table that sets the same GLOB and key replaces it in place.
+  const size_t nic_from = out.size();
+  for (const auto &r : p.nic) {
+    for (const auto &s : r.settings) {
+      const std::string key = r.glob + " " + s.key;
+      const auto it = std::find_if(out.begin() + static_cast<std::ptrdiff_t>(nic_from), out.end(),
+                                   [&](const ProfileSetting &o) { return o.key == key; });
+      if (it != out.end()) {
+        it->value = s.value;
+        it->origin = s.origin;
+      } else {
+        out.push_back({"nic", key, s.value, s.origin});
+      }
     }
   }
-  for (const auto &k : b.knobs) {
-    if (a.find(k.key) == nullptr) {
-      out.push_back({k.key, {}, k.wanted()});
+  for (const auto &r : p.sched_rules) {
+    std::string what = r.thread.empty() ? "thread_regex '" + r.thread_regex + "'" : "thread '" + r.thread + "'";
+    what += r.exe.empty() ? "" : " exe '" + r.exe + "'";
+    what += r.cmdline.empty() ? "" : " cmdline '" + r.cmdline + "'";
+    what += r.cgroup.empty() ? "" : " cgroup '" + r.cgroup + "'";
+    what += ": " + r.attr.describe();
+    what += r.cpus.empty() ? "" : " cpus " + r.cpus;
+    what += r.fallback ? ", fallback " + r.fallback->describe() : "";
+    out.push_back({"sched", r.name, what, r.origin});
+  }
+  return out;
+}
+
+std::vector<ProfileDiffEntry> diff_profiles(const Profile &a, const Profile &b) {
+  const auto sa = profile_settings(a);
+  const auto sb = profile_settings(b);
+  auto find = [](const std::vector<ProfileSetting> &in, const ProfileSetting &s) {
+    return std::find_if(in.begin(), in.end(),
+                        [&](const ProfileSetting &o) { return o.domain == s.domain && o.key == s.key; });
+  };
+  std::vector<ProfileDiffEntry> out;
+  for (const auto &s : sa) {
+    const auto o = find(sb, s);
+    if (o == sb.end()) {
+      out.push_back({s.key, s.value, {}, s.domain});
+    } else if (!values_equal(s.value, o->value)) {
+      out.push_back({s.key, s.value, o->value, s.domain});
+    }
+  }
+  for (const auto &s : sb) {
+    if (find(sa, s) == sa.end()) {
+      out.push_back({s.key, {}, s.value, s.domain});
     }
   }
   return out;
