@@ -12,61 +12,9 @@
 #include <charconv>
 #include <fcntl.h>
 #include <map>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ; // NOLINT(readability-redundant-declaration)
-
 namespace mltune {
-
-namespace detail {
-
-std::optional<std::string> run_capture(const std::vector<std::string> &argv) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return std::nullopt;
-  }
-  UniqueFd rd(fds[0]);
-  UniqueFd wr(fds[1]);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, wr.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char *> args;
-  args.reserve(argv.size() + 1);
-  for (const auto &a : argv) {
-    args.push_back(const_cast<char *>(a.c_str())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  }
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  wr.reset();
-  std::string out;
-  if (rc == 0) {
-    char buf[4096];
-    ssize_t n = 0;
-    while ((n = ::read(rd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) {
-        out.append(buf, static_cast<size_t>(n));
-      }
-    }
-  }
-  rd.reset();
-  if (rc != 0) {
-    return std::nullopt;
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return std::nullopt;
-  }
-  return out;
-}
-
-} // namespace detail
 
 namespace {
 

@@ -13,10 +13,6 @@
 
 namespace mltune::detail {
 
-// Runs argv (argv[0] a path) with stderr discarded; its stdout, or nullopt
-// when it cannot run or exits non-zero.
-std::optional<std::string> run_capture(const std::vector<std::string> &argv);
-
 // PCIe: link width and speed against the device's and its port's capability,
 // slots that limit a device, ACS redirect on switch ports between GPUs and
 // their peers, IOMMU translation, devices without a NUMA node, NIC

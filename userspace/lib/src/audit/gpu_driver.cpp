@@ -4,6 +4,7 @@
 #include "audit/gpu_driver.hpp"
 
 #include "audit/audit_parts.hpp"
+#include "base/process.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
 
@@ -129,11 +130,11 @@ std::vector<std::string> csv_fields(std::string_view line) {
 // Each CSV row of `argv`'s output whose first field is a bus id, by address.
 std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::string> &argv, size_t nfields) {
   std::map<std::string, std::vector<std::string>> rows;
-  auto out = run_capture(argv);
-  if (!out) {
+  auto out = run_command(argv, CommandOutput::stdout_only);
+  if (!out || out->status != 0) {
     return rows;
   }
-  for (const auto line : split_lines(*out)) {
+  for (const auto line : split_lines(out->output)) {
     auto f = csv_fields(line);
     if (f.size() == nfields && !sysfs_pci_address(f[0]).empty()) {
       rows[sysfs_pci_address(f[0])] = std::move(f);

@@ -1,9 +1,14 @@
 #include "base/process.hpp"
 
+#include "base/unique_fd.hpp"
+
 #include <algorithm>
 #include <cerrno>
+#include <fcntl.h>
 #include <linux/mempolicy.h>
+#include <spawn.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace mltune::detail {
@@ -86,6 +91,62 @@ Status exec_argv(const std::vector<std::string> &argv) {
   args.push_back(nullptr);
   ::execvp(args[0], args.data());
   return sys_error(argv[0], errno);
+}
+
+Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output) {
+  if (argv.empty()) {
+    return input_error("run_command: no program");
+  }
+  UniqueFd rd;
+  UniqueFd wr;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (output != CommandOutput::inherit) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      posix_spawn_file_actions_destroy(&fa);
+      return sys_error("pipe2", errno);
+    }
+    rd = UniqueFd(fds[0]);
+    wr = UniqueFd(fds[1]);
+    posix_spawn_file_actions_adddup2(&fa, wr.get(), STDOUT_FILENO);
+    if (output == CommandOutput::stdout_stderr) {
+      posix_spawn_file_actions_adddup2(&fa, wr.get(), STDERR_FILENO);
+    } else {
+      posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    }
+  }
+  std::vector<char *> args;
+  args.reserve(argv.size() + 1);
+  for (const auto &a : argv) {
+    args.push_back(const_cast<char *>(a.c_str())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  }
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  wr.reset();
+  if (rc != 0) {
+    return sys_error(argv[0], rc);
+  }
+  CommandResult res;
+  if (rd) {
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(rd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) {
+        res.output.append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      return sys_error("waitpid", errno);
+    }
+  }
+  res.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return res;
 }
 
 } // namespace mltune::detail

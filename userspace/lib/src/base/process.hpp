@@ -1,6 +1,7 @@
 // Placement of the calling process and handing it over to a command: the
-// one place libmltune sets CPU affinity and memory policy for itself and
-// calls execvp (mltunectl exec, feeder run).  Library-private.
+// one place libmltune sets CPU affinity and memory policy for itself, calls
+// execvp (mltunectl exec, feeder run) and runs other programs (modprobe,
+// nvidia-smi, noise's command).  Library-private.
 #pragma once
 
 #include "mltune/cpulist.hpp"
@@ -20,5 +21,21 @@ Status bind_memory(const std::vector<int> &nodes);
 Status prefer_memory(const std::vector<int> &nodes);
 // execvp(argv[0], argv); returns only on failure, with the error.
 Status exec_argv(const std::vector<std::string> &argv);
+
+// What a program it ran did: its exit status (128 + signal when killed) and,
+// when captured, its output.
+struct CommandResult {
+  int status = 0;
+  std::string output;
+};
+enum class CommandOutput {
+  inherit,       // the caller's stdout and stderr
+  stdout_only,   // stdout captured, stderr to /dev/null
+  stdout_stderr, // both captured, in the order written
+};
+// Runs argv (argv[0] looked up in PATH) and waits for it.  An error only
+// when it cannot be started (ENOENT: not installed); a non-zero exit is a
+// result.
+Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output);
 
 } // namespace mltune::detail

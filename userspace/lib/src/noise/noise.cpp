@@ -4,6 +4,7 @@
 
 #include "base/cgroup.hpp"
 #include "base/proc.hpp"
+#include "base/process.hpp"
 #include "mltune/parse.hpp"
 
 #include "mltune_noise.h"
@@ -13,11 +14,7 @@
 #include <chrono>
 #include <fstream>
 #include <set>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <thread>
-
-extern char **environ; // NOLINT(readability-redundant-declaration)
 
 namespace mltune {
 
@@ -391,34 +388,6 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
   return r;
 }
 
-namespace {
-
-Status run_command(const std::vector<std::string> &argv, int *status_out) {
-  std::vector<char *> args;
-  args.reserve(argv.size() + 1);
-  for (const auto &a : argv) {
-    args.push_back(const_cast<char *>(a.c_str())); // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  }
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), nullptr, nullptr, args.data(), environ);
-  if (rc != 0) {
-    return sys_error(argv[0], rc);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      return sys_error("waitpid", errno);
-    }
-  }
-  if (status_out != nullptr) {
-    *status_out = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  return {};
-}
-
-} // namespace
-
 Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, int *exec_status) {
   if (opt.exec.empty() && !(opt.seconds > 0 && opt.seconds <= 86400)) {
     return input_error("--duration: " + std::to_string(opt.seconds) + " is not a number of seconds in (0, 86400]");
@@ -427,7 +396,14 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
   auto bpf = make_bpf_noise_probe(root);
   const NoiseWindow window = [&opt, exec_status]() -> Status {
     if (!opt.exec.empty()) {
-      return run_command(opt.exec, exec_status);
+      auto r = detail::run_command(opt.exec, detail::CommandOutput::inherit);
+      if (!r) {
+        return r.error();
+      }
+      if (exec_status != nullptr) {
+        *exec_status = r->status;
+      }
+      return Status{};
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(opt.seconds));
     return {};
