@@ -3,7 +3,8 @@
 # transaction"): every domain mltune touches is switched, verified and
 # returned to what was there before, together.
 #   - eth0 down: `switch training` exits 0 and reports what it skipped,
-#     `verify training` exits 0 and its --json lists every domain;
+#     `verify training` exits 0 and its --json lists every domain; the
+#     profile's module (tcp_bbr) is loaded before its knob (bbr);
 #   - a snapshot of every setting any domain touches, taken before anything
 #     ran, is identical after switch training, switch inference, off;
 #   - a fault injected after each step (MLTUNE_FAIL_STEP) leaves the
@@ -17,7 +18,7 @@ for b in ethtool jq nccl_mimic; do
 	command -v $b >/dev/null || { echo "1..0 # SKIP $b not in the guest"; exit 4; }
 done
 [ -d /sys/class/net/eth1 ] || { echo "1..0 # SKIP needs both NICs"; exit 4; }
-t_plan 16
+t_plan 18
 T=/tmp/node-test
 rm -rf $T; mkdir -p $T
 
@@ -59,6 +60,7 @@ snapshot() {
 	echo "rps_sock_flow_entries=$(cat /proc/sys/net/core/rps_sock_flow_entries)"
 	for f in /proc/irq/*/smp_affinity_list; do echo "$f=$(cat $f)"; done
 	echo "irq default=$(cat /proc/irq/default_smp_affinity)"
+	echo "modules: $(cut -d' ' -f1 /proc/modules | sort | tr '\n' ' ')"
 	# thread policies of the test process: policy, priority, nice
 	for t in /proc/$mpid/task/*; do
 		echo "$(cat $t/comm): $(stat_of $t policy) $(stat_of $t prio) $(stat_of $t nice)"
@@ -97,10 +99,13 @@ else t_fail "switch training with eth0 down exits 0"; sed 's/^/# /' $T/sw.out | 
 if $M --json verify training >$T/v.json 2>$T/v.err; then
 	doms=$(jq -r '[.domains[].domain] | join(",")' $T/v.json)
 	states=$(jq -r '[.domains[].state] | join(",")' $T/v.json)
-	if [ "$doms" = knobs,nic,sched ] && [ "$states" = match,match,match ]; then
+	if [ "$doms" = modules,knobs,nic,sched ] && [ "$states" = match,match,match,match ]; then
 		t_ok "verify training exits 0 and --json lists every domain"
 	else t_fail "verify --json domains: $doms = $states"; fi
 else t_fail "verify training exits 0"; jq -c '.differences[]' $T/v.json | sed 's/^/# /' | head; cat $T/v.err; fi
+if [ -d /sys/module/tcp_bbr ] && [ "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" = bbr ]; then
+	t_ok "switch training loaded tcp_bbr (modprobe) before setting bbr"
+else t_fail "tcp_bbr loaded and bbr set ($(cat /proc/sys/net/ipv4/tcp_congestion_control))"; fi
 progress_tid=$(sed -n 's/^named tid=\([0-9]*\) name="NCCL Progress 8".*/\1/p' $T/mimic.log)
 pol=$(stat_of /proc/$mpid/task/$progress_tid policy)
 nice=$(stat_of /proc/$mpid/task/$progress_tid nice)
@@ -121,7 +126,7 @@ t_check "off" $M off
 same "switch training, switch inference, off: every setting as at boot"
 
 # ---- 3. a fault after each step: nothing changed, the step named -------------
-for step in knobs nic sched; do
+for step in modules knobs nic sched; do
 	if MLTUNE_FAIL_STEP=$step $M switch training >$T/f.out 2>&1; then
 		t_fail "fault after $step: switch must fail"
 	elif grep -q "^mltunectl: error: $step apply: fault injected" $T/f.out; then

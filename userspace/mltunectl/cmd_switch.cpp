@@ -53,6 +53,7 @@ nlohmann::json sched_json(const SchedReport &r) {
 // Every domain of the switch that has something to say, for --json.
 nlohmann::json domains_json(ProfileSwitch &sw, bool dry_run) {
   nlohmann::json d = nlohmann::json::object();
+  d["modules"] = {{"loaded", sw.modules().loaded()}, {"skipped", sw.modules().skipped()}};
   const auto &nic = dry_run ? sw.nic().planned() : sw.nic().applied();
   d["nic"] = nic ? nic_json(*nic, !dry_run) : nlohmann::json(nullptr);
   d["sched"] = sw.sched().applied() ? sched_json(*sw.sched().applied()) : nlohmann::json(nullptr);
@@ -181,6 +182,12 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   print_report(ctx, sw.knobs().report(), &sw);
   if (ctx.json) {
     return;
+  }
+  for (const auto &m : sw.modules().loaded()) {
+    *ctx.out << "module\tloaded\t" << m << "\n";
+  }
+  for (const auto &m : sw.modules().skipped()) {
+    *ctx.out << "module\tskipped\t" << m << "\n";
   }
   if (sw.nic().applied()) {
     print_nic_changes(ctx, *sw.nic().applied(), true);

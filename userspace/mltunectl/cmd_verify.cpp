@@ -67,7 +67,10 @@ void verify(Context &ctx, const std::string &name) {
              << " difference(s); " << p->knobs.size() << " knobs";
     for (const auto &dc : check->domains) {
       if (dc.domain != "knobs" && dc.state != "not-applicable" && dc.state != "unchecked") {
-        *ctx.out << ", " << dc.checked << " " << (dc.domain == "nic" ? "NIC settings" : "threads");
+        *ctx.out << ", " << dc.checked << " "
+                 << (dc.domain == "nic"     ? "NIC settings"
+                     : dc.domain == "sched" ? "threads"
+                                            : "modules");
       }
     }
     *ctx.out << unchecked << ")\n";

@@ -162,7 +162,7 @@ TEST_F(Cli, ActiveVerifyOff) {
   for (const auto &d : verified["domains"]) {
     domains += d["domain"].get<std::string>() + "=" + d["state"].get<std::string>() + " ";
   }
-  EXPECT_EQ(domains, "knobs=match nic=unchecked sched=unchecked ");
+  EXPECT_EQ(domains, "modules=match knobs=match nic=unchecked sched=unchecked ");
   r = run({"--json", "off"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_TRUE(r.j()["ok"].get<bool>());

@@ -48,10 +48,34 @@ TEST(ProfilePhases, TopLevelCollectsIncludesInOrder) {
   EXPECT_EQ(one->size(), 1U);
 }
 
+TEST(ProfilePhases, Modules) {
+  Profile p;
+  auto doc = doc_of("modules = [\"tcp_bbr\", { name = \"nvidia_peermem\", required = true }]\n");
+  ASSERT_TRUE(merge_modules(*doc["modules"].as_array(), "t.toml", p).ok());
+  ASSERT_EQ(p.modules.size(), 2U);
+  EXPECT_EQ(p.modules[0].name, "tcp_bbr");
+  EXPECT_FALSE(p.modules[0].required);
+  EXPECT_EQ(p.modules[0].origin, "t.toml:1");
+  EXPECT_TRUE(p.modules[1].required);
+  // A later file's entry replaces the earlier one in place.
+  auto later = doc_of("modules = [{ name = \"tcp_bbr\", required = true }]\n");
+  ASSERT_TRUE(merge_modules(*later["modules"].as_array(), "u.toml", p).ok());
+  ASSERT_EQ(p.modules.size(), 2U);
+  EXPECT_TRUE(p.modules[0].required);
+  for (const char *bad : {"modules = [\"../x\"]\n", "modules = [\"\"]\n", "modules = [3]\n",
+                          "modules = [{ name = \"x\", force = true }]\n"}) {
+    auto d = doc_of(bad);
+    Profile q;
+    EXPECT_FALSE(merge_modules(*d["modules"].as_array(), "t.toml", q).ok()) << bad;
+  }
+  EXPECT_EQ(error_of(check_top_level(doc_of("modules = \"tcp_bbr\"\n"), "t.toml")),
+            "t.toml:1: modules must be an array of module names or { name = ..., required = ... }");
+}
+
 TEST(ProfilePhases, TopLevelRejectsUnknownAndMistyped) {
   EXPECT_EQ(error_of(check_top_level(doc_of("bogus = 1\n"), "t.toml")),
-            "t.toml:1: unknown key 'bogus' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"], "
-            "[[sched.rule]])");
+            "t.toml:1: unknown key 'bogus' (expected description, include, modules, [sysctl], [sysfs], "
+            "[nic.\"GLOB\"], [[sched.rule]])");
   EXPECT_EQ(error_of(check_top_level(doc_of("description = 3\n"), "t.toml")), "t.toml:1: description must be a string");
   EXPECT_EQ(error_of(check_top_level(doc_of("include = [\"a\", 2]\n"), "t.toml")),
             "t.toml:1: include entries must be strings");

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 using namespace mltune;
@@ -19,6 +20,30 @@ using mltune::test::FakeSched;
 using mltune::test::FakeSysroot;
 
 namespace {
+
+// modprobe on a fake kernel: `available` can be loaded, `busy` cannot be
+// unloaded.
+class FakeModules final : public ModuleLoader {
+public:
+  std::set<std::string> available{"tcp_bbr"};
+  std::set<std::string> in_kernel;
+  std::set<std::string> busy;
+  [[nodiscard]] bool loaded(const std::string &name) const override { return in_kernel.contains(name); }
+  Status load(const std::string &name) override {
+    if (!available.contains(name)) {
+      return failure("modprobe: FATAL: Module " + name + " not found in directory /lib/modules/6.12", ENOENT);
+    }
+    in_kernel.insert(name);
+    return {};
+  }
+  Status unload(const std::string &name) override {
+    if (busy.contains(name)) {
+      return failure("modprobe: FATAL: Module " + name + " is in use.", EBUSY);
+    }
+    in_kernel.erase(name);
+    return {};
+  }
+};
 
 class Node : public ::testing::Test {
 protected:
@@ -38,6 +63,7 @@ protected:
       d->current["coalesce.rx-frames"] = "4";
     }
     seams.sched = &sched;
+    seams.modules = &mods;
     sched.add(100, 101, "NCCL Progress 0");
     sched.add(100, 102, "python3");
     sched.add(100, 103, "NCCL Service 0");
@@ -48,10 +74,11 @@ protected:
     std::vector<std::pair<std::string, std::string>> files;
     std::map<std::string, NicValues> nics;
     std::map<int, std::string> threads;
+    std::set<std::string> modules;
     bool operator==(const Snapshot &) const = default;
   };
   Snapshot snapshot() const {
-    Snapshot s{fake.snapshot(), {}, {}};
+    Snapshot s{fake.snapshot(), {}, {}, mods.in_kernel};
     for (const auto &[name, d] : nic.devs) {
       s.nics[name] = d.current;
     }
@@ -69,6 +96,7 @@ protected:
   FakeSysroot fake;
   Sysroot root = fake.root();
   test::FakeBackend nic = test::two_nics();
+  FakeModules mods;
   FakeSched sched{root};
   NodeSeams seams;
   Profile training = *ProfileLoader().load("training");
@@ -81,7 +109,8 @@ TEST_F(Node, SwitchAppliesEveryDomainAndOffRestoresThem) {
   const Snapshot before = snapshot();
   auto r = switch_to(training);
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->applied, (std::vector<std::string>{"knobs", "nic", "sched"}));
+  EXPECT_EQ(r->applied, (std::vector<std::string>{"modules", "knobs", "nic", "sched"}));
+  EXPECT_TRUE(mods.in_kernel.contains("tcp_bbr"));
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
   EXPECT_EQ(nic.devs["eth0"].current["rings.rx"], "4096");
   EXPECT_NE(sched.attr(101), SchedAttr{}); // DEADLINE, or its fallback where admission refuses
@@ -122,7 +151,7 @@ TEST_F(Node, FailureInTheLastStepRollsBackEveryDomain) {
   auto r = switch_to(training);
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("sched apply"), std::string::npos) << r.error().message;
-  EXPECT_NE(r.error().message.find("rolled back: nic, knobs"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("rolled back: nic, knobs, modules"), std::string::npos) << r.error().message;
   EXPECT_EQ(snapshot(), before);
 }
 
@@ -220,4 +249,39 @@ TEST_F(Node, OffSkipsNicsThatAreGone) {
     }
   }
   EXPECT_EQ(nic.devs["eth0"].current["rings.rx"], "256");
+}
+
+// A module the node cannot load is skipped and reported; a required one
+// fails the switch before any knob is written; one in use stays after off.
+TEST_F(Node, ModulesSkippedRequiredAndInUse) {
+  const Snapshot before = snapshot();
+  mods.available.clear();
+  ProfileSwitch sw(training, root, Backend::direct, seams);
+  ASSERT_TRUE(sw.run({}));
+  ASSERT_EQ(sw.modules().skipped().size(), 1U);
+  EXPECT_NE(sw.modules().skipped()[0].find("tcp_bbr: modprobe: FATAL"), std::string::npos);
+  ASSERT_TRUE(node_off(root, seams));
+  EXPECT_EQ(snapshot(), before);
+
+  Profile req = training;
+  req.modules[0].required = true;
+  auto r = switch_to(req);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("modules apply: tcp_bbr"), std::string::npos) << r.error().message;
+  EXPECT_EQ(snapshot(), before);
+
+  mods.available = {"tcp_bbr"};
+  ASSERT_TRUE(switch_to(training));
+  mods.busy = {"tcp_bbr"};
+  auto off = node_off(root, seams);
+  ASSERT_TRUE(off);
+  EXPECT_TRUE(off->ok());
+  EXPECT_EQ(off->domains.back().domain, "modules");
+  EXPECT_EQ(off->domains.back().state, "pending");
+  EXPECT_TRUE(mods.in_kernel.contains("tcp_bbr"));
+  mods.busy.clear(); // the last user went: the next off unloads it
+  off = node_off(root, seams);
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->domains.back().state, "restored");
+  EXPECT_EQ(snapshot(), before);
 }

@@ -3,7 +3,7 @@
 // touches, one check of every domain against a profile, what is active, and
 // `off`, which returns every domain to what mltune found.
 //
-//   ProfileSwitch   knobs -> nic -> sched, one transaction (transaction.hpp)
+//   ProfileSwitch   modules -> knobs -> nic -> sched, one transaction (transaction.hpp)
 //   check_node      the same domains read back: one list of differences
 //   node_status     the active profile and each domain's state
 //   node_off        every domain back on its baseline (switch/baseline.hpp)
@@ -41,6 +41,7 @@ struct NodeSeams {
   std::function<std::unique_ptr<NicBackend>()> nic;
   SchedSystem *sched = nullptr;
   FeederOs *feeder = nullptr;
+  ModuleLoader *modules = nullptr;
 };
 
 // Holds the node lock for its lifetime.
@@ -59,19 +60,22 @@ private:
   std::unique_ptr<Held> held_;
 };
 
-// A profile switch: the knob step (kernel or direct backend), the NIC step
-// and the scheduler-rule step, run as one transaction under the node lock.
+// A profile switch: the kernel modules, the knob step (kernel or direct
+// backend), the NIC step and the scheduler-rule step, run as one transaction
+// under the node lock.
 class ProfileSwitch {
 public:
   ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams = {});
   [[nodiscard]] Result<TransactionReport> run(const TransactionOptions &opt);
 
+  [[nodiscard]] ModuleStep &modules() { return modules_; }
   [[nodiscard]] KnobStep &knobs() { return knobs_; }
   [[nodiscard]] NicStep &nic() { return nic_; }
   [[nodiscard]] SchedStep &sched() { return sched_; }
 
 private:
   const Sysroot &root_;
+  ModuleStep modules_;
   KnobStep knobs_;
   NicStep nic_;
   SchedStep sched_;
@@ -81,7 +85,7 @@ private:
 // domain.  `state`: "differs", "missing" (the node lacks the setting),
 // "unreadable".
 struct NodeDifference {
-  std::string domain;   // "knobs", "nic", "sched"
+  std::string domain;   // "modules", "knobs", "nic", "sched"
   std::string key;      // "vm.swappiness", "eth0 coalesce.rx-usecs", "1234 \"NCCL Progress 0\""
   std::string expected; // as the profile states it ("madvise", ">= 2097152", "deadline runtime=...")
   std::string current;  // as read ("" when missing)

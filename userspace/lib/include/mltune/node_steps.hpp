@@ -19,6 +19,55 @@
 
 namespace mltune {
 
+// Loads and unloads kernel modules: modprobe on the live node; tests fake it.
+class ModuleLoader {
+public:
+  virtual ~ModuleLoader() = default;
+  // Whether NAME is in the kernel now (loaded or built in: /sys/module/NAME).
+  [[nodiscard]] virtual bool loaded(const std::string &name) const = 0;
+  // modprobe NAME / modprobe -r NAME; the error carries modprobe's message.
+  [[nodiscard]] virtual Status load(const std::string &name) = 0;
+  [[nodiscard]] virtual Status unload(const std::string &name) = 0;
+};
+// modprobe through run_command(); `root` answers loaded().  Null on a
+// --sysroot tree (a module would load into this machine's kernel).
+std::unique_ptr<ModuleLoader> make_live_module_loader(const Sysroot &root);
+
+// The profile's kernel modules (modules = [...], profile.hpp), the first
+// step of a switch, so that the knobs a module brings
+// (tcp_congestion_control = bbr needs tcp_bbr) exist when the knob step
+// applies.  plan() finds the modules not in the kernel; apply() records each in the node baseline
+// (switch/baseline.hpp), then loads it; a module the node cannot load is
+// skipped and reported, unless the profile marks it required (then the step
+// fails).  rollback() unloads what apply() loaded; baseline() unloads every
+// module the node baseline lists (one still in use stays, reported).
+// Without a loader given, the live one on the live node, nothing on a tree.
+class ModuleStep final : public Step {
+public:
+  ModuleStep(const Profile &profile, const Sysroot &root, ModuleLoader *loader = nullptr);
+  [[nodiscard]] std::string_view name() const override { return "modules"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  [[nodiscard]] const std::vector<std::string> &loaded() const { return loaded_; }
+  [[nodiscard]] const std::vector<std::string> &skipped() const { return skipped_; } // "name: why"
+  // Modules baseline() left loaded because they are in use: "name: why".
+  [[nodiscard]] const std::vector<std::string> &in_use() const { return in_use_; }
+
+private:
+  const Profile &profile_;
+  const Sysroot &root_;
+  std::unique_ptr<ModuleLoader> live_;
+  ModuleLoader *loader_;
+  std::vector<const KernelModule *> todo_;
+  std::vector<std::string> loaded_;
+  std::vector<std::string> skipped_;
+  std::vector<std::string> in_use_;
+};
+
 // The profile's [[sched.rule]]s (sched.hpp).  plan() checks that every
 // rule's placement resolves; apply() is sched_apply() over every thread, and
 // a thread the kernel refused (no fallback admitted either) fails the step;

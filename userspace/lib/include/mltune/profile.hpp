@@ -44,6 +44,13 @@ struct Knob {
   [[nodiscard]] bool satisfied_by(std::string_view current) const;
 };
 
+// A kernel module the profile loads before its knobs (modules = [...]).
+struct KernelModule {
+  std::string name;      // as modprobe takes it: "tcp_bbr"
+  bool required = false; // false: a module the node cannot load is skipped and reported
+  std::string origin;    // "base.toml:27"
+};
+
 struct Profile {
   std::string name;
   std::string description;
@@ -51,6 +58,7 @@ struct Profile {
   std::vector<std::string> sources;   // files merged, outermost last
   std::vector<SchedRule> sched_rules; // [[sched.rule]], included files first
   std::vector<NicRule> nic;           // [nic."GLOB"] tables, included files first
+  std::vector<KernelModule> modules;  // modules = [...], included files first, each name once
 
   [[nodiscard]] const Knob *find(std::string_view key) const;
 };

@@ -17,6 +17,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -400,13 +401,18 @@ Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const st
       }
     } else if (k == "sched") {
       // [[sched.rule]] tables: validated in pass 3 (sched_rules.cpp).
+    } else if (k == "modules") {
+      if (!v.is_array()) {
+        return input_error(at + ": modules must be an array of module names or { name = ..., required = ... }");
+      }
     } else if (k == "sysctl" || k == "sysfs") {
       if (!v.is_table()) {
         return input_error(at + ": [" + std::string(k.str()) + "] must be a table");
       }
     } else {
       return input_error(at + ": unknown key '" + std::string(k.str()) +
-                         "' (expected description, include, [sysctl], [sysfs], [nic.\"GLOB\"], [[sched.rule]])");
+                         "' (expected description, include, modules, [sysctl], [sysfs], [nic.\"GLOB\"], "
+                         "[[sched.rule]])");
     }
   }
   return includes;
@@ -536,7 +542,52 @@ void merge_knobs(std::vector<KnobEntry> entries, Profile &out) {
   }
 }
 
+// modules = ["tcp_bbr", { name = "nvidia_peermem", required = true }]: each
+// name as modprobe takes it; a later file's entry for the same name replaces
+// the earlier one in place.
+Status merge_modules(const toml::array &arr, const std::string &display, Profile &out) {
+  for (const auto &el : arr) {
+    const std::string at = where(display, el.source());
+    KernelModule m{{}, false, at};
+    if (const auto *s = el.as_string()) {
+      m.name = s->get();
+    } else if (const auto *t = el.as_table()) {
+      for (const auto &[fk, fv] : *t) {
+        if (fk == "name" && fv.is_string()) {
+          m.name = *fv.value<std::string>();
+        } else if (fk == "required" && fv.is_boolean()) {
+          m.required = *fv.value<bool>();
+        } else {
+          return input_error(at + ": modules: '" + std::string(fk.str()) +
+                             "' (expected name = \"...\" and required = true|false)");
+        }
+      }
+    } else {
+      return input_error(at + ": modules entries must be names or { name = ..., required = ... }");
+    }
+    const bool ok = !m.name.empty() && m.name.size() < 64 && std::all_of(m.name.begin(), m.name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+    });
+    if (!ok) {
+      return input_error(at + ": modules: invalid module name '" + m.name + "' (1-63 of [A-Za-z0-9_-])");
+    }
+    const auto it =
+        std::find_if(out.modules.begin(), out.modules.end(), [&](const KernelModule &o) { return o.name == m.name; });
+    if (it != out.modules.end()) {
+      *it = m;
+    } else {
+      out.modules.push_back(m);
+    }
+  }
+  return {};
+}
+
 Status merge_sections(const toml::table &doc, const std::string &display, Profile &out) {
+  if (const auto *mods = doc["modules"].as_array()) {
+    if (auto st = merge_modules(*mods, display, out); !st) {
+      return st;
+    }
+  }
   if (const auto *nic = doc["nic"].as_table()) {
     if (auto st = parse_nic_table(*nic, display, out.nic); !st) {
       return st;

@@ -48,7 +48,10 @@ Result<std::vector<KnobEntry>> parse_knobs(const toml::table &doc, const std::st
 // The knobs into `out`: a knob replaces the one with the same key, others are appended.
 void merge_knobs(std::vector<KnobEntry> entries, Profile &out);
 
-// [nic], [sched] and description into `out`.
+// modules = [...] into `out` (a later entry for a name replaces it in place).
+Status merge_modules(const toml::array &arr, const std::string &display, Profile &out);
+
+// modules, [nic], [sched] and description into `out`.
 Status merge_sections(const toml::table &doc, const std::string &display, Profile &out);
 
 } // namespace mltune::detail

@@ -20,7 +20,7 @@ void to_json(json &j, const NodeBaseline &b);
 void from_json(const json &j, NodeBaseline &b);
 
 void to_json(json &j, const NodeBaseline &b) {
-  j = {{"active", b.active}, {"baseline", json::array()}, {"nic", json::array()}};
+  j = {{"active", b.active}, {"baseline", json::array()}, {"nic", json::array()}, {"modules", b.modules}};
   for (const auto &[path, value] : b.knobs) {
     j["baseline"].push_back({{"path", path}, {"value", value}});
   }
@@ -35,6 +35,7 @@ void from_json(const json &j, NodeBaseline &b) {
   for (const auto &e : j.at("baseline")) {
     b.knobs.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
   }
+  b.modules = j.value("modules", std::vector<std::string>{});
   b.nic.clear();
   for (const auto &e : j.value("nic", json::array())) {
     b.nic.push_back(

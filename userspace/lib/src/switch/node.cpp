@@ -55,8 +55,8 @@ std::unique_ptr<NicBackend> nic_backend(const Sysroot &root, const NodeSeams &se
 // ---- switch ----------------------------------------------------------------------
 
 ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams)
-    : root_(root), knobs_(profile, root, backend), nic_(profile, root, seams.nic ? seams.nic() : nullptr),
-      sched_(profile, root, seams.sched) {}
+    : root_(root), modules_(profile, root, seams.modules), knobs_(profile, root, backend),
+      nic_(profile, root, seams.nic ? seams.nic() : nullptr), sched_(profile, root, seams.sched) {}
 
 Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
   std::optional<NodeLock> lock;
@@ -67,7 +67,7 @@ Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
     }
     lock = std::move(*l);
   }
-  const std::array<Step *, 3> steps{&knobs_, &nic_, &sched_};
+  const std::array<Step *, 4> steps{&modules_, &knobs_, &nic_, &sched_};
   return run_transaction(steps, opt);
 }
 
@@ -78,6 +78,28 @@ bool NodeCheck::matches() const {
 }
 
 namespace {
+
+DomainCheck check_modules(const Profile &profile, const Sysroot &root, ModuleLoader *loader,
+                          std::vector<NodeDifference> &out) {
+  DomainCheck dc{"modules", "match", profile.modules.size(), {}};
+  if (profile.modules.empty()) {
+    dc.state = "not-applicable";
+    return dc;
+  }
+  std::unique_ptr<ModuleLoader> live;
+  if (loader == nullptr) {
+    live = make_live_module_loader(root);
+    loader = live.get();
+  }
+  for (const auto &m : profile.modules) {
+    const bool in = loader != nullptr ? loader->loaded(m.name) : root.is_dir("/sys/module/" + m.name);
+    if (!in) {
+      out.push_back({"modules", m.name, "loaded", "not loaded", "missing", m.required});
+      dc.state = m.required ? "differs" : dc.state;
+    }
+  }
+  return dc;
+}
 
 DomainCheck check_knobs(const Profile &profile, const Sysroot &root, std::vector<NodeDifference> &out) {
   DomainCheck dc{"knobs", "match", profile.knobs.size(), {}};
@@ -160,6 +182,7 @@ DomainCheck check_sched(const Profile &profile, SchedSystem *sys, std::vector<No
 
 Result<NodeCheck> check_node(const Profile &profile, const Sysroot &root, const NodeSeams &seams) {
   NodeCheck c;
+  c.domains.push_back(check_modules(profile, root, seams.modules, c.differences));
   c.domains.push_back(check_knobs(profile, root, c.differences));
   const auto be = profile.nic.empty() ? nullptr : nic_backend(root, seams);
   c.domains.push_back(check_nic(profile, be.get(), c.differences));
@@ -260,7 +283,7 @@ Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
   }
   s.profile = active->name == k_baseline ? "" : active->name;
   if (s.profile.empty()) {
-    for (const char *d : {"knobs", "nic", "sched"}) {
+    for (const char *d : {"modules", "knobs", "nic", "sched"}) {
       s.domains.push_back({d, "off", "no profile active"});
     }
   } else {
@@ -420,6 +443,38 @@ DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {
   return {"nic", "restored", detail};
 }
 
+DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
+  auto b = detail::load_baseline(root);
+  if (!b) {
+    return {"modules", "failed", b.error().message};
+  }
+  if (b->modules.empty()) {
+    return {"modules", "off", "no module loaded by mltune"};
+  }
+  const Profile none;
+  ModuleStep step(none, root, seams.modules);
+  if (seams.modules == nullptr && !root.is_live()) {
+    return {"modules", "unchecked", "modules are unloaded on the live node only"};
+  }
+  const std::vector<std::string> was = b->modules;
+  if (auto st = step.baseline(); !st) {
+    return {"modules", "failed", st.error().message};
+  }
+  if (!step.in_use().empty()) {
+    std::string why;
+    for (const auto &u : step.in_use()) {
+      why += (why.empty() ? "" : "; ") + u;
+    }
+    // Not a failure: the module goes when its last user does.
+    return {"modules", "pending", "still in use, left loaded (off unloads it next time): " + why};
+  }
+  std::string names;
+  for (const auto &n : was) {
+    names += (names.empty() ? "" : ", ") + n;
+  }
+  return {"modules", "restored", "unloaded " + names};
+}
+
 DomainState off_knobs(const Sysroot &root) {
   std::string detail, failed;
   bool any = false;
@@ -470,6 +525,7 @@ Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams) {
   rep.domains.push_back(off_sched(root, seams));
   rep.domains.push_back(off_nic(root, seams));
   rep.domains.push_back(off_knobs(root));
+  rep.domains.push_back(off_modules(root, seams));
   return rep;
 }
 

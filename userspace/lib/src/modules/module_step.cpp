@@ -1,0 +1,150 @@
+// ModuleStep: the profile's kernel modules as a transaction step
+// (node_steps.hpp), and the modprobe loader.
+#include "mltune/node_steps.hpp"
+
+#include "base/process.hpp"
+#include "switch/baseline.hpp"
+
+#include <algorithm>
+#include <ranges>
+
+namespace mltune {
+
+namespace {
+
+class Modprobe final : public ModuleLoader {
+public:
+  explicit Modprobe(const Sysroot &root) : root_(root) {}
+  [[nodiscard]] bool loaded(const std::string &name) const override { return root_.is_dir("/sys/module/" + name); }
+  Status load(const std::string &name) override { return run({"modprobe", name}); }
+  Status unload(const std::string &name) override { return run({"modprobe", "-r", name}); }
+
+private:
+  static Status run(const std::vector<std::string> &argv) {
+    auto r = detail::run_command(argv, detail::CommandOutput::stdout_stderr);
+    if (!r) {
+      return with_context(r.error(), "modprobe (is kmod installed?)");
+    }
+    if (r->status != 0) {
+      std::string why(trim_message(r->output));
+      return failure(why.empty() ? "modprobe exited with " + std::to_string(r->status) : why);
+    }
+    return {};
+  }
+  static std::string_view trim_message(std::string_view s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) {
+      s.remove_suffix(1);
+    }
+    return s;
+  }
+  const Sysroot &root_;
+};
+
+} // namespace
+
+std::unique_ptr<ModuleLoader> make_live_module_loader(const Sysroot &root) {
+  return root.is_live() ? std::make_unique<Modprobe>(root) : nullptr;
+}
+
+ModuleStep::ModuleStep(const Profile &profile, const Sysroot &root, ModuleLoader *loader)
+    : profile_(profile), root_(root), loader_(loader) {
+  if (loader_ == nullptr) {
+    live_ = make_live_module_loader(root);
+    loader_ = live_.get();
+  }
+}
+
+Status ModuleStep::plan() {
+  todo_.clear();
+  loaded_.clear();
+  skipped_.clear();
+  if (loader_ == nullptr) {
+    return {};
+  }
+  for (const auto &m : profile_.modules) {
+    if (!loader_->loaded(m.name)) {
+      todo_.push_back(&m);
+    }
+  }
+  return {};
+}
+
+Status ModuleStep::apply() {
+  if (todo_.empty()) {
+    return {};
+  }
+  // Recorded before loading: a crash after modprobe still leaves `off` a
+  // record of what to unload.
+  auto b = detail::load_baseline(root_);
+  if (!b) {
+    return b.error();
+  }
+  for (const auto *m : todo_) {
+    if (std::find(b->modules.begin(), b->modules.end(), m->name) == b->modules.end()) {
+      b->modules.push_back(m->name);
+    }
+  }
+  if (auto st = detail::save_baseline(root_, *b); !st) {
+    return st;
+  }
+  for (const auto *m : todo_) {
+    auto st = loader_->load(m->name);
+    if (st) {
+      loaded_.push_back(m->name);
+      continue;
+    }
+    if (m->required) {
+      return with_context(st.error(), m->name + " (" + m->origin + ", required)");
+    }
+    skipped_.push_back(m->name + ": " + st.error().message);
+  }
+  return {};
+}
+
+Status ModuleStep::verify() {
+  for (const auto &name : loaded_) {
+    if (!loader_->loaded(name)) {
+      return failure("module " + name + " is not in the kernel after loading it");
+    }
+  }
+  return {};
+}
+
+Status ModuleStep::rollback() {
+  std::string failed;
+  for (const auto &name : std::views::reverse(loaded_)) {
+    if (auto st = loader_->unload(name); !st) {
+      failed += (failed.empty() ? "" : "; ") + name + ": " + st.error().message;
+    }
+  }
+  loaded_.clear();
+  if (!failed.empty()) {
+    return failure("unloading modules: " + failed);
+  }
+  return {};
+}
+
+Status ModuleStep::baseline() {
+  in_use_.clear();
+  if (loader_ == nullptr) {
+    return {};
+  }
+  auto b = detail::load_baseline(root_);
+  if (!b) {
+    return b.error();
+  }
+  std::vector<std::string> keep;
+  for (const auto &name : std::views::reverse(b->modules)) {
+    if (!loader_->loaded(name)) {
+      continue;
+    }
+    if (auto st = loader_->unload(name); !st) {
+      in_use_.push_back(name + ": " + st.error().message);
+      keep.insert(keep.begin(), name);
+    }
+  }
+  b->modules = keep;
+  return detail::save_baseline(root_, *b);
+}
+
+} // namespace mltune
