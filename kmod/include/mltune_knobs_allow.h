@@ -50,6 +50,7 @@ static const char *const mltune_sys_allow[] = {
 	"devices/system/cpu/cpuidle/**",
 	"devices/system/cpu/*/cpufreq/**",
 	"devices/system/cpu/*/cpuidle/**",
+	"devices/system/cpu/*/power/energy_perf_bias",
 	"devices/virtual/workqueue/**",
 	"block/*/queue/**",
 	NULL,

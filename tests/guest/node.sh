@@ -18,7 +18,7 @@ for b in ethtool jq nccl_mimic; do
 	command -v $b >/dev/null || { echo "1..0 # SKIP $b not in the guest"; exit 4; }
 done
 [ -d /sys/class/net/eth1 ] || { echo "1..0 # SKIP needs both NICs"; exit 4; }
-t_plan 18
+t_plan 19
 T=/tmp/node-test
 rm -rf $T; mkdir -p $T
 
@@ -69,6 +69,10 @@ snapshot() {
 		echo "$f=$(cat $f)"
 	done
 	for f in /sys/kernel/mltune/hugepool/node*/reserved; do [ -e $f ] && echo "$f=$(cat $f)"; done
+	for f in /sys/block/*/queue/scheduler /sys/block/*/queue/wbt_lat_usec /sys/block/*/queue/read_ahead_kb \
+		/sys/block/*/queue/nr_requests; do
+		[ -e $f ] && echo "$f=$(cat $f)"
+	done
 	for f in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor /sys/devices/system/cpu/cpu*/cpuidle/state*/disable; do
 		[ -e $f ] && echo "$f=$(cat $f)"
 	done
@@ -106,6 +110,9 @@ else t_fail "verify training exits 0"; jq -c '.differences[]' $T/v.json | sed 's
 if [ -d /sys/module/tcp_bbr ] && [ "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" = bbr ]; then
 	t_ok "switch training loaded tcp_bbr (modprobe) before setting bbr"
 else t_fail "tcp_bbr loaded and bbr set ($(cat /proc/sys/net/ipv4/tcp_congestion_control))"; fi
+if [ "$(cat /sys/block/nvme0n1/queue/wbt_lat_usec)" = 0 ] && grep -q "\[none\]" /sys/block/nvme0n1/queue/scheduler; then
+	t_ok "switch training set the NVMe disk's [block.\"nvme*\"] settings"
+else t_fail "nvme0n1: wbt_lat_usec $(cat /sys/block/nvme0n1/queue/wbt_lat_usec), $(cat /sys/block/nvme0n1/queue/scheduler)"; fi
 progress_tid=$(sed -n 's/^named tid=\([0-9]*\) name="NCCL Progress 8".*/\1/p' $T/mimic.log)
 pol=$(stat_of /proc/$mpid/task/$progress_tid policy)
 nice=$(stat_of /proc/$mpid/task/$progress_tid nice)

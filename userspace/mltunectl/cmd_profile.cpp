@@ -72,19 +72,20 @@ void show(Context &ctx, const std::string &name) {
     for (const auto &k : p->knobs) {
       knobs.push_back(knob_json(k));
     }
-    nlohmann::json nic = nlohmann::json::array();
-    nlohmann::json sched = nlohmann::json::array();
+    nlohmann::json j{{"name", p->name}, {"description", p->description}, {"sources", p->sources}, {"knobs", knobs}};
+    for (const char *d : {"cpu", "block", "nic", "sched"}) {
+      j[d] = nlohmann::json::array();
+    }
     for (const auto &s : profile_settings(*p)) {
       if (s.domain != "knobs") {
-        (s.domain == "nic" ? nic : sched).push_back({{"key", s.key}, {"value", s.value}, {"origin", s.origin}});
+        j[s.domain].push_back({{"key", s.key}, {"value", s.value}, {"origin", s.origin}});
       }
     }
-    ctx.emit({{"name", p->name},
-              {"description", p->description},
-              {"sources", p->sources},
-              {"knobs", knobs},
-              {"nic", nic},
-              {"sched", sched}});
+    j["modules"] = nlohmann::json::array();
+    for (const auto &m : p->modules) {
+      j["modules"].push_back({{"name", m.name}, {"required", m.required}, {"origin", m.origin}});
+    }
+    ctx.emit(j);
     return;
   }
   *ctx.out << "# " << p->name << ": " << p->description << "\n";
@@ -98,6 +99,9 @@ void show(Context &ctx, const std::string &name) {
     if (ctx.verbose > 0 && !k.reason.empty()) {
       *ctx.out << "    " << k.reason << "\n";
     }
+  }
+  for (const auto &m : p->modules) {
+    *ctx.out << "module " << m.name << (m.required ? "  [required]" : "") << "  # " << m.origin << "\n";
   }
   for (const auto &s : profile_settings(*p)) {
     if (s.domain != "knobs") {

@@ -54,6 +54,7 @@ nlohmann::json sched_json(const SchedReport &r) {
 nlohmann::json domains_json(ProfileSwitch &sw, bool dry_run) {
   nlohmann::json d = nlohmann::json::object();
   d["modules"] = {{"loaded", sw.modules().loaded()}, {"skipped", sw.modules().skipped()}};
+  d["devices"] = {{"notes", sw.knobs().notes()}};
   const auto &nic = dry_run ? sw.nic().planned() : sw.nic().applied();
   d["nic"] = nic ? nic_json(*nic, !dry_run) : nlohmann::json(nullptr);
   d["sched"] = sw.sched().applied() ? sched_json(*sw.sched().applied()) : nlohmann::json(nullptr);
@@ -188,6 +189,9 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   }
   for (const auto &m : sw.modules().skipped()) {
     *ctx.out << "module\tskipped\t" << m << "\n";
+  }
+  for (const auto &n : sw.knobs().notes()) {
+    *ctx.out << "skip\t" << n << "\n";
   }
   if (sw.nic().applied()) {
     print_nic_changes(ctx, *sw.nic().applied(), true);

@@ -50,7 +50,9 @@ void verify(Context &ctx, const std::string &name) {
   ctx.rc = counted == 0 ? k_exit_ok : k_exit_failed;
   nlohmann::json domains = nlohmann::json::array();
   std::string unchecked;
+  std::size_t knobs_checked = 0;
   for (const auto &dc : check->domains) {
+    knobs_checked += dc.domain == "knobs" ? dc.checked : 0;
     domains.push_back({{"domain", dc.domain}, {"state", dc.state}, {"checked", dc.checked}, {"note", dc.note}});
     if (dc.state == "unchecked") {
       unchecked += "; " + dc.domain + " not checked: " + dc.note;
@@ -59,18 +61,19 @@ void verify(Context &ctx, const std::string &name) {
   if (ctx.json) {
     ctx.emit({{"profile", p->name},
               {"match", counted == 0},
-              {"checked", p->knobs.size()},
+              {"checked", knobs_checked},
               {"domains", domains},
               {"differences", diffs}});
   } else {
     *ctx.out << p->name << ": " << (counted == 0 ? "node matches" : "node differs") << " (" << counted
-             << " difference(s); " << p->knobs.size() << " knobs";
+             << " difference(s)";
     for (const auto &dc : check->domains) {
-      if (dc.domain != "knobs" && dc.state != "not-applicable" && dc.state != "unchecked") {
+      if (dc.state != "not-applicable" && dc.state != "unchecked") {
         *ctx.out << ", " << dc.checked << " "
-                 << (dc.domain == "nic"     ? "NIC settings"
-                     : dc.domain == "sched" ? "threads"
-                                            : "modules");
+                 << (dc.domain == "nic"     ? "NIC setting(s)"
+                     : dc.domain == "sched" ? "thread(s)"
+                     : dc.domain == "knobs" ? "knob(s)"
+                                            : "module(s)");
       }
     }
     *ctx.out << unchecked << ")\n";

@@ -191,6 +191,23 @@ TEST(NicPlanPhases, QueueIrqsRoundRobinOverHousekeeping) {
   EXPECT_TRUE(untouched.irqbalance_mode.empty());
 }
 
+// A down NIC: its IRQs (freed, or idle vectors whose affinity may not
+// stick) are skipped and said so, not written.
+TEST(NicPlanPhases, QueueIrqsOfADownNicAreSkipped) {
+  PlanBackend b;
+  NicPlan plan;
+  NicDevice d = dev1();
+  d.up = false;
+  DeviceChanges dc(d, b, plan);
+  NicPlanTotals totals;
+  ASSERT_TRUE(plan_queue_irqs(dc, wanted({setting("irq.affinity", "housekeeping")}), totals).ok());
+  EXPECT_TRUE(dc.changes.empty());
+  ASSERT_EQ(plan.skipped.size(), 1U);
+  EXPECT_EQ(plan.skipped[0].key, "irq.affinity");
+  EXPECT_NE(plan.skipped[0].why.find("the interface is down"), std::string::npos);
+  EXPECT_TRUE(totals.irqbalance_irqs.empty());
+}
+
 TEST(NicPlanPhases, RpsMaskAndFlowCount) {
   PlanBackend b;
   NicPlan plan;

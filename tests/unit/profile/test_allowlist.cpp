@@ -37,6 +37,11 @@ std::vector<std::string> path_corpus() {
       "/sys/devices/system/cpu/cpufreq/policy0/scaling_governor",
       "/sys/devices/system/cpu/cpu3/cpufreq/scaling_max_freq",
       "/sys/devices/system/cpu/cpu0/cpuidle/state2/disable",
+      "/sys/devices/system/cpu/cpu5/power/energy_perf_bias",
+      // refused: the rest of a CPU's power directory
+      "/sys/devices/system/cpu/cpu5/power/control",
+      "/sys/devices/system/cpu/cpu5/power/pm_qos_resume_latency_us",
+      "/sys/devices/system/cpu/cpu5/power/energy_perf_bias/x",
       "/sys/devices/system/cpu/cpuidle/current_governor",
       "/sys/devices/virtual/workqueue/cpumask",
       "/sys/devices/virtual/workqueue/writeback/cpumask",

@@ -33,10 +33,11 @@ std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root);
 bool values_equal(std::string_view current, std::string_view wanted);
 
 // Every setting of a profile in every domain, flat: the knobs (value as
-// Knob::wanted()), each [nic."GLOB"] setting as "GLOB KEY" (the last table
-// that sets it), each [[sched.rule]] by name, described.  In profile order.
+// Knob::wanted()), [cpu] keys, each [block."GLOB"] setting as "GLOB KEY",
+// each [nic."GLOB"] setting as "GLOB KEY" (the last table that sets it),
+// each [[sched.rule]] by name, described.  In profile order.
 struct ProfileSetting {
-  std::string domain; // "knobs", "nic", "sched"
+  std::string domain; // "knobs", "cpu", "block", "nic", "sched"
   std::string key;
   std::string value;
   std::string origin; // file:line

@@ -2,6 +2,7 @@
 // Schema: Documentation/profiles.rst.
 #pragma once
 
+#include "mltune/device_knobs.hpp"
 #include "mltune/nic.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sched.hpp"
@@ -59,6 +60,8 @@ struct Profile {
   std::vector<SchedRule> sched_rules; // [[sched.rule]], included files first
   std::vector<NicRule> nic;           // [nic."GLOB"] tables, included files first
   std::vector<KernelModule> modules;  // modules = [...], included files first, each name once
+  std::vector<DeviceSetting> cpu;     // [cpu]: each key once, a later file's value wins
+  std::vector<BlockRule> block;       // [block."GLOB"] tables, included files first
 
   [[nodiscard]] const Knob *find(std::string_view key) const;
 };

@@ -72,8 +72,9 @@ struct TransactionReport {
 Result<TransactionReport> run_transaction(std::span<Step *const> steps, const TransactionOptions &opt);
 
 // The kernel knobs of a profile through the kernel or the direct backend
-// (switch.hpp).  plan() runs plan_switch and notes the profile active now,
-// which rollback() switches back to.
+// (switch.hpp), with the knobs of its [cpu] and [block] settings on this
+// node (device_knobs.hpp).  plan() expands those, runs plan_switch and notes
+// the profile active now, which rollback() switches back to.
 class KnobStep final : public Step {
 public:
   KnobStep(const Profile &profile, const Sysroot &root, Backend backend);
@@ -86,11 +87,15 @@ public:
 
   [[nodiscard]] const SwitchPlan &switch_plan() const { return plan_; }
   [[nodiscard]] const SwitchReport &report() const { return report_; }
+  // Settings of [cpu] and [block] this node has no file for.
+  [[nodiscard]] const std::vector<std::string> &notes() const { return notes_; }
 
 private:
   const Profile &profile_;
   const Sysroot &root_;
   Backend backend_;
+  Profile node_profile_; // profile_ with its device settings as knobs of this node
+  std::vector<std::string> notes_;
   SwitchPlan plan_;
   SwitchReport report_;
   ActiveProfile previous_;

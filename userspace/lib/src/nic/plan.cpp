@@ -408,12 +408,14 @@ Status plan_queue_irqs(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals 
   if (aff == wanted.end() || aff->second.value != "housekeeping") {
     return {};
   }
-  if (dev.irqs.empty()) {
+  if (dev.irqs.empty() || !dev.up) {
     // A NIC that is down (an unused port, or not configured yet) has freed
-    // its queue IRQs; they come back with the default affinity when it is
-    // brought up, and the next switch places them.
-    d.skip("irq.affinity",
-           dev.up ? "the device has no queue IRQs" : "the interface is down: its queue IRQs exist only while it is up");
+    // its queue IRQs, or keeps idle vectors whose affinity the kernel may
+    // not take (a write to a shut-down MSI-X vector can read back
+    // unchanged); they are requested again with the default affinity when
+    // it comes up, and the next switch places them.
+    d.skip("irq.affinity", dev.up ? "the device has no queue IRQs"
+                                  : "the interface is down: its queue IRQs are placed by a switch once it is up");
     return {};
   }
   auto c = d.housekeeping();

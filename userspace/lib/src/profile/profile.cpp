@@ -1,5 +1,6 @@
 #include "mltune/profile.hpp"
 
+#include "devices/profile_tables.hpp"
 #include "mltune/catalog.hpp"
 #include "mltune_knobs_allow.h"
 #include "nic/profile_tables.hpp"
@@ -401,6 +402,11 @@ Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const st
       }
     } else if (k == "sched") {
       // [[sched.rule]] tables: validated in pass 3 (sched_rules.cpp).
+    } else if (k == "cpu" || k == "block") {
+      if (!v.is_table()) {
+        return input_error(at + ": [" + std::string(k.str()) + "] must be a table" +
+                           (k == "block" ? " of [block.\"GLOB\"] tables" : ""));
+      }
     } else if (k == "modules") {
       if (!v.is_array()) {
         return input_error(at + ": modules must be an array of module names or { name = ..., required = ... }");
@@ -411,8 +417,8 @@ Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const st
       }
     } else {
       return input_error(at + ": unknown key '" + std::string(k.str()) +
-                         "' (expected description, include, modules, [sysctl], [sysfs], [nic.\"GLOB\"], "
-                         "[[sched.rule]])");
+                         "' (expected description, include, modules, [sysctl], [sysfs], [cpu], [block.\"GLOB\"], "
+                         "[nic.\"GLOB\"], [[sched.rule]])");
     }
   }
   return includes;
@@ -585,6 +591,16 @@ Status merge_modules(const toml::array &arr, const std::string &display, Profile
 Status merge_sections(const toml::table &doc, const std::string &display, Profile &out) {
   if (const auto *mods = doc["modules"].as_array()) {
     if (auto st = merge_modules(*mods, display, out); !st) {
+      return st;
+    }
+  }
+  if (const auto *cpu = doc["cpu"].as_table()) {
+    if (auto st = parse_cpu_table(*cpu, display, out.cpu); !st) {
+      return st;
+    }
+  }
+  if (const auto *block = doc["block"].as_table()) {
+    if (auto st = parse_block_tables(*block, display, out.block); !st) {
       return st;
     }
   }

@@ -45,6 +45,14 @@ std::vector<ProfileSetting> profile_settings(const Profile &p) {
   for (const auto &k : p.knobs) {
     out.push_back({"knobs", k.key, k.wanted(), k.origin});
   }
+  for (const auto &s : p.cpu) {
+    out.push_back({"cpu", s.key, s.value, s.origin});
+  }
+  for (const auto &r : p.block) {
+    for (const auto &s : r.settings) {
+      out.push_back({"block", r.glob + " " + s.key, s.value, s.origin});
+    }
+  }
   // A later table that sets the same GLOB and key replaces it in place.
   const size_t nic_from = out.size();
   for (const auto &r : p.nic) {

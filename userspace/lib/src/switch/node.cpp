@@ -7,6 +7,7 @@
 #include "mltune/boot.hpp"
 #include "mltune/compare.hpp"
 #include "mltune/config.hpp"
+#include "mltune/device_knobs.hpp"
 #include "mltune/parse.hpp"
 #include "mltune/persist.hpp"
 #include "mltune/pool.hpp"
@@ -183,7 +184,11 @@ DomainCheck check_sched(const Profile &profile, SchedSystem *sys, std::vector<No
 Result<NodeCheck> check_node(const Profile &profile, const Sysroot &root, const NodeSeams &seams) {
   NodeCheck c;
   c.domains.push_back(check_modules(profile, root, seams.modules, c.differences));
-  c.domains.push_back(check_knobs(profile, root, c.differences));
+  auto node = profile_for_node(profile, root);
+  if (!node) {
+    return node.error();
+  }
+  c.domains.push_back(check_knobs(*node, root, c.differences));
   const auto be = profile.nic.empty() ? nullptr : nic_backend(root, seams);
   c.domains.push_back(check_nic(profile, be.get(), c.differences));
   std::unique_ptr<SchedSystem> live;

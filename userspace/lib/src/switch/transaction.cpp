@@ -2,6 +2,7 @@
 #include "mltune/transaction.hpp"
 
 #include "mltune/compare.hpp"
+#include "mltune/device_knobs.hpp"
 
 #include <cerrno>
 #include <ranges>
@@ -94,7 +95,13 @@ KnobStep::KnobStep(const Profile &profile, const Sysroot &root, Backend backend)
     : profile_(profile), root_(root), backend_(backend) {}
 
 Status KnobStep::plan() {
-  auto plan = plan_switch(profile_, root_);
+  notes_.clear();
+  auto node = profile_for_node(profile_, root_, &notes_);
+  if (!node) {
+    return node.error();
+  }
+  node_profile_ = std::move(*node);
+  auto plan = plan_switch(node_profile_, root_);
   if (!plan) {
     return plan.error();
   }
@@ -108,7 +115,8 @@ Status KnobStep::plan() {
 }
 
 Status KnobStep::apply() {
-  auto rep = backend_ == Backend::kernel ? switch_kernel(profile_, root_) : switch_direct(profile_, root_, plan_);
+  auto rep =
+      backend_ == Backend::kernel ? switch_kernel(node_profile_, root_) : switch_direct(node_profile_, root_, plan_);
   if (!rep) {
     return rep.error();
   }
@@ -119,7 +127,7 @@ Status KnobStep::apply() {
 Status KnobStep::verify() {
   std::string differs;
   size_t n = 0;
-  for (const auto &k : compare(profile_, root_)) {
+  for (const auto &k : compare(node_profile_, root_)) {
     if (k.counts()) {
       differs += (n++ == 0 ? "" : ", ") + k.knob->key + " reads '" + k.current + "', wanted '" + k.knob->wanted() + "'";
     }
