@@ -88,6 +88,21 @@ run_ctest() {
 # counts its test cases; a program without one counts as one test.
 tap_count() { awk -f "$ROOT/scripts/tap-count.awk" "$1"; }
 
+# tap_stage NAME CMD...: a host test printing TAP and "# Totals:"; every
+# test counts.
+tap_stage() {
+	local name=$1 log=$LOGS/$1.log rc p f k; shift
+	"$@" >"$log" 2>&1
+	rc=$?
+	grep -E '^not ok ' "$log" | sed 's/^/     | /'
+	read -r p f k < <(awk '/^# Totals: /{for(i=1;i<=NF;i++){split($i,kv,":");v[kv[1]]=kv[2]} print v["pass"]+0, v["fail"]+v["error"], v["skip"]+0; found=1} END{if(!found) print "0 0 0"}' "$log")
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+	[ "$p$f$k" = 000 ] && { [ "$rc" = 0 ] && k=1 || f=1; }
+	note "$( [ "$f" = 0 ] && echo "ok  " || echo "FAIL") $name: $p passed, $f failed, $k skipped"
+	[ "$f" != 0 ] && failed_items+=("$name")
+	count "$p" "$f" "$k"
+}
+
 vm_suite() { # vm_suite SERIES
 	local s=$1 log=$LOGS/vm-$1.log rc p f k kver
 	kver=$(scripts/kernels.sh resolve "$s")
@@ -204,6 +219,8 @@ if [ "$vm_only" = 0 ]; then
 		if stage build-fuzz make -s fuzz-build; then
 			run_ctest fuzz build/fuzz -L fuzz
 		fi
+		# every subcommand with --sysroot touches nothing outside the tree
+		tap_stage sysroot-sandbox tests/host/sysroot_sandbox.sh
 	fi
 	note "---- VM bed failure paths"
 	stage vm-failpaths make -s vm-failpaths

@@ -1,0 +1,91 @@
+#!/bin/bash
+# Every mltunectl subcommand run with --sysroot on a fixture touches nothing
+# outside it: under strace, any file outside the tree, any netlink or other
+# socket, and any program started other than mltunectl itself fails the
+# command's check. The exit code of the command does not matter (several
+# refuse a tree on purpose); what it touches does.
+#
+#   tests/host/sysroot_sandbox.sh [MLTUNECTL] [FIXTURES_DIR]
+#
+# Allowed outside the tree, the process's own runtime: /proc/self and
+# /proc/thread-self (its own status, namespaces, limits), /dev/null,
+# glibc's sysconf reads of /sys/devices/system/cpu/{online,possible}, the
+# mltunectl binary itself, and the directories above the tree (resolving
+# its own path).  Prints TAP and "# Totals:".
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+M=${1:-$ROOT/build/userspace/mltunectl}
+FIXTURES=${2:-$ROOT/build/userspace/tests/unit/fixtures}
+command -v strace >/dev/null || { echo "1..0 # SKIP strace is not installed"; exit 0; }
+[ -x "$M" ] && [ -d "$FIXTURES/hgx-2s-8gpu" ] || { echo "1..0 # SKIP build mltunectl and the fixtures first"; exit 0; }
+
+T=$(mktemp -d /tmp/mltune-sandbox.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+FIX=$T/node
+cp -a "$FIXTURES/hgx-2s-8gpu" "$FIX"
+# The files of both shipped profiles' knobs, as a writable node has them.
+for p in training inference; do
+	"$M" --json profile show $p | jq -r '.knobs[].path'
+done | sort -u | while read -r path; do
+	mkdir -p "$FIX$(dirname "$path")"
+	case $path in
+	*transparent_hugepage/enabled) echo "always [madvise] never" ;;
+	*transparent_hugepage/defrag) echo "always defer defer+madvise [madvise] never" ;;
+	*tcp_rmem|*tcp_wmem) echo "4096 131072 6291456" ;;
+	*congestion_control) echo cubic ;;
+	*) echo 0 ;;
+	esac >"$FIX$path"
+done
+printf '[sysctl]\n"vm.swappiness" = { value = 5 }\n' >"$FIX/check.toml"
+
+cmds=(
+	"profile list" "profile show training" "profile check $FIX/check.toml"
+	"audit" "--json audit" "verify training" "--json verify inference" "diff training inference"
+	"--dry-run switch training" "switch training" "switch inference" "active" "--json status"
+	"recommend" "off" "switch training" "switch baseline" "off"
+	"persist --profile training" "config show" "config check" "--dry-run config apply" "persist --remove"
+	"topology" "--json topology" "plan" "exec --gpu 0 --dry-run -- true"
+	"boot show" "boot apply" "boot verify" "boot remove"
+	"nic show" "nic diff -p training"
+	"sched list --profile training" "sched apply --profile training" "sched reset"
+	"sched watch --profile training"
+	"feeder status" "feeder on --cpus 2-3" "feeder off"
+	"pool status" "noise --duration 0.2 --probe proc" "drift status"
+)
+echo "TAP version 13"
+echo "1..${#cmds[@]}"
+n=0 pass=0 fail=0
+outside() { # outside LOG: paths, sockets and programs outside the tree, one a line
+	awk -v fix="$FIX" -v self="$M" '
+	function allowed(p) {
+		# the tree, or a directory above it (resolving the path of the tree)
+		return index(p, fix) == 1 || index(fix, p "/") == 1 || p == self ||
+			p ~ /^\/proc\/(self|thread-self)(\/|$)/ ||
+			p == "/dev/null" || p ~ /^\/sys\/devices\/system\/cpu\/(online|possible)$/
+	}
+	/^[0-9]+ +socket\(/ { print "socket: " $0; next }
+	/^[0-9]+ +execve\(/ { if (match($0, /"[^"]*"/) && !allowed(substr($0, RSTART + 1, RLENGTH - 2))) print "exec: " $0; next }
+	/"/ {
+		if (match($0, /"\/[^"]*"/)) {
+			p = substr($0, RSTART + 1, RLENGTH - 2)
+			if (!allowed(p)) print "file: " $0
+		}
+	}' "$1"
+}
+for c in "${cmds[@]}"; do
+	n=$((n + 1))
+	# shellcheck disable=SC2086 # the command's words
+	strace -f -qq -e trace=%file,%network,execve -o "$T/log" "$M" --sysroot "$FIX" $c >"$T/out" 2>&1
+	rc=$?
+	bad=$(outside "$T/log" | sort -u)
+	if [ -z "$bad" ]; then
+		echo "ok $n mltunectl --sysroot FIX $c (exit $rc): nothing outside the tree"
+		pass=$((pass + 1))
+	else
+		echo "not ok $n mltunectl --sysroot FIX $c (exit $rc)"
+		echo "$bad" | head -n 10 | sed 's/^/# /'
+		fail=$((fail + 1))
+	fi
+done
+echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
+[ "$fail" = 0 ]
