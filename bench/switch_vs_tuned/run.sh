@@ -1,8 +1,11 @@
 #!/bin/bash
 # mltunectl switch (direct backend) vs tuned (one-shot, no daemon) vs a Python
-# loop writing the same sysctls; mltunectl audit vs tuned-adm verify.
+# loop writing the same sysctls; the whole profile (every domain the host
+# has) vs tuned with its sysctl, sysfs, cpu, disk and net plugins; mltunectl
+# verify and audit vs tuned-adm verify.
 # Run as root on the build host. Every knob is captured first and restored on
-# exit (trap), and each timed run starts from the captured values.
+# exit (trap), with `mltunectl off` for the other domains, and each timed
+# run starts from the captured values.
 #
 #   bench/switch_vs_tuned/run.sh [REPEATS]      (MLTUNECTL=path to override)
 set -euo pipefail
@@ -52,6 +55,9 @@ had_state=0
 
 cat >"$SCRATCH/restore.sh" <<EOS
 #!/bin/bash
+# NIC settings, threads and modules the whole-profile runs changed, then the
+# knobs as captured (the direct backend's record goes with them).
+"$MLTUNECTL" off >/dev/null 2>&1
 while IFS=\$'\t' read -r path _; do
 	f="$SNAP/\$(echo "\$path" | tr / _)"
 	cat "\$f" >"\$path" 2>/dev/null || echo "restore failed: \$path" >&2
@@ -78,7 +84,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 # The equivalent tuned profile: same sysctls and sysfs values.
-{
+tuned_knobs() {
 	echo "[main]"
 	echo "summary=mltune $PROFILE equivalent (benchmark)"
 	echo "[sysctl]"
@@ -89,7 +95,19 @@ trap cleanup EXIT INT TERM
 	while IFS=$'\t' read -r path value; do
 		case $path in /sys/*) echo "$path=$value" ;; esac
 	done <"$SCRATCH/knobs.tsv"
-} >"$SCRATCH/profiles/mltune-bench/tuned.conf"
+}
+tuned_knobs >"$SCRATCH/profiles/mltune-bench/tuned.conf"
+# The closest tuned has to the whole profile: its cpu plugin for [cpu], its
+# disk plugin for [block."nvme*"], its net plugin for the NIC offloads
+# (ring "max", "local" channels, queue IRQ placement and the thread rules
+# have no tuned equivalent).
+mkdir -p "$SCRATCH/profiles/mltune-bench-all"
+{
+	tuned_knobs | sed 's/^summary=.*/summary=mltune whole-profile equivalent (benchmark)/'
+	printf '[cpu]\ngovernor=performance\nenergy_perf_bias=performance\nenergy_performance_preference=performance\n'
+	printf '[disk]\ndevices=nvme*\nelevator=none\n'
+	printf '[net]\nfeatures=gro on, gso on, tso on, rx on, tx on\n'
+} >"$SCRATCH/profiles/mltune-bench-all/tuned.conf"
 printf 'daemon = 0\ndynamic_tuning = 0\nreapply_sysctl = 0\n' >"$SCRATCH/tuned-main.conf"
 
 # The Python loop: plain open/write per sysctl, as in the seed material.
@@ -103,6 +121,8 @@ printf 'daemon = 0\ndynamic_tuning = 0\nreapply_sysctl = 0\n' >"$SCRATCH/tuned-m
 } >"$SCRATCH/loop.py"
 
 T() { "$PY" "$HERE/timeit.py" "$REPEATS" "$SCRATCH/restore.sh" -- "$@"; }
+# Without a reset between runs (verify changes nothing).
+TV() { "$PY" "$HERE/timeit.py" "$REPEATS" "" -- "$@"; }
 echo "host: $(uname -r), $(nproc) CPUs; $(wc -l <"$SCRATCH/knobs.tsv") knobs of '$PROFILE'; median of $REPEATS runs"
 
 mlt=$(T "$MLTUNECTL" switch --backend direct "$SCRATCH/mltune-bench.toml")
@@ -112,6 +132,11 @@ mltb=$(T "$MLTUNECTL" switch --backend direct "$PROFILE")
 "$MLTUNECTL" switch --backend direct "$PROFILE" >/dev/null
 "$MLTUNECTL" verify "$PROFILE" >/dev/null || echo "warning: node does not verify after mltunectl switch" >&2
 tnd=$(T "$PY" "$HERE/tuned_oneshot.py" "$SCRATCH" mltune-bench)
+"$SCRATCH/restore.sh"
+tnda=$(T "$PY" "$HERE/tuned_oneshot.py" "$SCRATCH" mltune-bench-all)
+"$SCRATCH/restore.sh"
+"$MLTUNECTL" switch --backend direct "$PROFILE" >/dev/null
+ver=$(TV "$MLTUNECTL" verify "$PROFILE")
 "$SCRATCH/restore.sh"
 "$PY" "$HERE/tuned_oneshot.py" "$SCRATCH" mltune-bench >/dev/null 2>&1
 "$MLTUNECTL" verify "$PROFILE" >/dev/null || echo "note: tuned left the node different from '$PROFILE' (optional knobs?)" >&2
@@ -144,5 +169,7 @@ row "tuned one-shot (no daemon)" "$tnd" "$mlt"
 row "python loop (sysctl writes)" "$pyl" "$mlt"
 row "mltunectl switch training" "$mltb"
 row "tuned over switch training" "$tnd" "$mltb"
+row "tuned cpu+disk+net plugins too" "$tnda" "$mltb"
+row "mltunectl verify (< 5 ms)" "$ver"
 row "mltunectl audit (< 20 ms)" "$aud"
 printf '%-30s %s\n' "tuned-adm verify" "$tv"

@@ -150,7 +150,7 @@ protected:
 TEST_F(ConfigApply, AppliesEveryPartAndRevertPutsItBack) {
   auto r = apply_config(fake.root(), cfg, {});
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->applied, (std::vector<std::string>{"knobs", "nic", "feeder", "pool"}));
+  EXPECT_EQ(r->applied, (std::vector<std::string>{"knobs", "feeder", "nic", "pool"}));
   EXPECT_EQ(get("/sys/kernel/mltune/profile"), "training");
   EXPECT_EQ(get(std::string(k_hp) + "/node0/reserved"), "32");
   EXPECT_EQ(get(std::string(k_hp) + "/node1/reserved"), "16");

@@ -65,14 +65,15 @@ struct ConfigApplyOptions {
 };
 
 struct ConfigReport {
-  std::vector<std::string> applied;  // steps, in order ("knobs", "nic", "feeder", "pool")
+  std::vector<std::string> applied;  // steps, in order ("knobs", "feeder", "nic", "pool")
   std::vector<std::string> lines;    // what each step did, for the journal
   std::vector<std::string> restored; // after a failure: what went back to its baseline
 };
 
 // Applies the configuration as one transaction (mltune/transaction.hpp,
-// node_steps.hpp): the profile's knobs and NIC settings, the feeder cores,
-// the pool reservations and quota.  Every step is planned (profile loaded,
+// node_steps.hpp): the profile's knobs, the feeder cores, the profile's NIC
+// settings (planned for the feeder cores it leaves), the pool reservations
+// and quota.  Every step is planned (profile loaded,
 // NIC settings validated, feeder CPUs online, pool nodes present) before
 // any is applied.  On failure the error names the step; see
 // ConfigApplyOptions::baseline_on_failure for what the node is left on.

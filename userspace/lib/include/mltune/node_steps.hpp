@@ -147,6 +147,8 @@ public:
   Status baseline() override;
 
   [[nodiscard]] std::string summary() const;
+  // After plan(): the feeder CPUs this step puts in force (none: off).
+  [[nodiscard]] const CpuSet &planned_cpus() const { return cpus_; }
 
 private:
   FeederOs &os();

@@ -118,6 +118,10 @@ public:
   Status rollback() override;
   Status baseline() override;
 
+  // The feeder CPUs the NIC plan keeps IRQs and RPS off: by default those
+  // in force (nic_feeder_cpus()); a transaction that also turns feeder
+  // cores on or off names the ones it will leave (called in plan()).
+  void feeders_from(std::function<std::vector<unsigned>()> f) { feeders_ = std::move(f); }
   // What plan() found to change (nullopt when the step has nothing to do).
   [[nodiscard]] const std::optional<NicReport> &planned() const { return planned_; }
   // What apply() changed.
@@ -129,6 +133,7 @@ private:
   const Profile &profile_;
   const Sysroot &root_;
   std::unique_ptr<NicBackend> backend_;
+  std::function<std::vector<unsigned>()> feeders_;
   std::optional<NicReport> planned_;
   std::optional<NicReport> applied_;
 };

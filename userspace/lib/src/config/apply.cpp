@@ -159,13 +159,18 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
   std::vector<Step *> steps;
   if (profile) {
     steps.push_back(&knobs);
+  }
+  // The feeder before the NIC settings: the NIC plan places queue IRQs and
+  // RPS on the CPUs the feeder leaves (planned here, before either applies).
+  if (cfg.feeder_cpus) {
+    steps.push_back(&feeder);
+    nic.feeders_from([&feeder] { return feeder.planned_cpus().cpus(); });
+  }
+  if (profile) {
     steps.push_back(&nic);
   }
   // The pool last: a reservation can fail only when it is made (the
   // kernel runs out of 2 MiB pages), and then every step before goes back.
-  if (cfg.feeder_cpus) {
-    steps.push_back(&feeder);
-  }
   if (!cfg.pool.empty() || cfg.user_quota) {
     steps.push_back(&pool);
   }
@@ -223,7 +228,8 @@ Result<ConfigReport> detail::revert_config_locked(const Sysroot &root, bool pool
   }
   const ConfigState &s = **loaded;
   std::vector<std::string> failed;
-  // The reverse of the apply order: pool, feeder, NIC settings, knobs.
+  // The reverse of the apply order: pool, NIC settings, feeder, knobs (the
+  // NIC step placed IRQs after the feeder had steered them).
   if ((!s.pool.empty() || s.user_quota) && !root.is_dir(k_kmod_dir)) {
     rep.restored.emplace_back("pool: the module is not loaded (unloading freed the pool)");
   } else {
@@ -249,17 +255,17 @@ Result<ConfigReport> detail::revert_config_locked(const Sysroot &root, bool pool
     rep.lines = rep.restored;
     return rep;
   }
+  if (auto n = revert_nic(root); !n) {
+    failed.push_back("nic: " + n.error().message);
+  } else if (*n > 0) {
+    rep.restored.push_back("nic: " + std::to_string(*n) + " settings as before");
+  }
   if (s.feeder) {
     if (auto st = feeder_off(root); !st) {
       failed.push_back("feeder off: " + st.error().message);
     } else {
       rep.restored.emplace_back("feeder: off");
     }
-  }
-  if (auto n = revert_nic(root); !n) {
-    failed.push_back("nic: " + n.error().message);
-  } else if (*n > 0) {
-    rep.restored.push_back("nic: " + std::to_string(*n) + " settings as before");
   }
   if (s.knobs) {
     const Backend b = choose_backend(root, Backend::automatic);

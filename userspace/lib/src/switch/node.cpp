@@ -522,13 +522,14 @@ Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams) {
     return lock.error();
   }
   OffReport rep;
-  // The reverse of the order things are applied in.
+  // The reverse of the order things are applied in (config apply: knobs,
+  // feeder, NIC, pool; switch: modules, knobs, NIC, threads).
   rep.domains.push_back(off_boot(root));
   rep.domains.push_back(off_persist(root));
   rep.domains.push_back(off_config(root));
-  rep.domains.push_back(off_feeder(root, seams));
   rep.domains.push_back(off_sched(root, seams));
   rep.domains.push_back(off_nic(root, seams));
+  rep.domains.push_back(off_feeder(root, seams));
   rep.domains.push_back(off_knobs(root));
   rep.domains.push_back(off_modules(root, seams));
   return rep;

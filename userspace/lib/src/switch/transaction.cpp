@@ -164,11 +164,17 @@ Status NicStep::ensure_backend() {
   if (backend_) {
     return {};
   }
-  auto feeders = nic_feeder_cpus(root_);
-  if (!feeders) {
-    return feeders.error();
+  std::vector<unsigned> feeders;
+  if (feeders_) {
+    feeders = feeders_();
+  } else {
+    auto known = nic_feeder_cpus(root_);
+    if (!known) {
+      return known.error();
+    }
+    feeders = std::move(*known);
   }
-  auto be = make_live_nic_backend(root_, *feeders);
+  auto be = make_live_nic_backend(root_, feeders);
   if (!be) {
     return be.error();
   }
