@@ -25,13 +25,22 @@ knob_values() {
 }
 
 # Everything a configuration changes that can be read back; the NIC
-# settings through a copy of mltunectl, which outlives the purge.
+# settings through a copy of mltunectl, which outlives the purge. The two
+# NICs are told apart by driver, their queue IRQs by position: the kernel
+# names (eth0, eth1) and numbers them in probe order, which udev's parallel
+# module loading can change from one boot to the next.
 node_state() {
 	knob_values
 	printf 'irq-default\t%s\n' "$(cat /proc/irq/default_smp_affinity)"
 	printf 'wq-cpumask\t%s\n' "$(cat /sys/devices/virtual/workqueue/cpumask)"
 	printf 'feeder-cgroup\t%s\n' "$(test -d /sys/fs/cgroup/mltune-feeder && echo present || echo absent)"
-	"$STATE/mltunectl" --json nic show
+	# "DRIVER KEY = VALUE" lines; a queue IRQ as "DRIVER irq#K = CPUS", K
+	# its position in number order.
+	"$STATE/mltunectl" -v nic show | awk '
+		/^[^ ]/ { match($0, /driver [^,]+/); drv = substr($0, RSTART + 7, RLENGTH - 7); next }
+		$1 ~ /^irq\.[0-9]+$/ { print drv, "irq", substr($1, 5), $3; next }
+		NF { print drv, $0 }' | sort -k1,1 -k2,2 -k3,3n |
+		awk '$2 == "irq" { k[$1]++; print $1, "irq#" k[$1], "=", $4; next } { print }'
 }
 
 # same_as FILE CMD: CMD prints what FILE holds (else the difference).
