@@ -409,21 +409,24 @@ static void mltune_record(const char *name, const struct mltune_switch *sw)
 	}
 }
 
-static void mltune_announce(const char *result)
+static void mltune_announce(const char *result, const char *previous)
 {
-	char profile[16 + MLTUNE_NAME_MAX], gen[40], res[40];
-	char *envp[4];
+	char profile[16 + MLTUNE_NAME_MAX], prev[24 + MLTUNE_NAME_MAX];
+	char gen[40], res[40];
+	char *envp[5];
 	int ret;
 
 	sysfs_notify(mltune_kobj, NULL, "profile");
 	sysfs_notify(mltune_kobj, NULL, "generation");
 	snprintf(profile, sizeof(profile), "MLTUNE_PROFILE=%s", mltune_active);
+	snprintf(prev, sizeof(prev), "MLTUNE_PREVIOUS=%s", previous);
 	snprintf(gen, sizeof(gen), "MLTUNE_GENERATION=%llu", mltune_generation);
 	snprintf(res, sizeof(res), "MLTUNE_RESULT=%s", result);
 	envp[0] = profile;
-	envp[1] = gen;
-	envp[2] = res;
-	envp[3] = NULL;
+	envp[1] = prev;
+	envp[2] = gen;
+	envp[3] = res;
+	envp[4] = NULL;
 	ret = kobject_uevent_env(&mltune_miscdev.this_device->kobj, KOBJ_CHANGE,
 				 envp);
 	if (ret)
@@ -450,8 +453,10 @@ int mltune_switch_to(const char *name, const struct mltune_knobset *set,
 {
 	struct mltune_switch sw = { .fail = -1 };
 	struct mltune_knob *base_knobs = NULL;
+	char previous[MLTUNE_NAME_MAX];
 
 	lockdep_assert_held(&mltune_lock);
+	strscpy(previous, mltune_active, sizeof(previous));
 	if (!set) {
 		base_knobs = mltune_base_knobs();
 		if (!base_knobs)
@@ -478,7 +483,7 @@ int mltune_switch_to(const char *name, const struct mltune_knobset *set,
 				    name, sw.knobs[sw.fail].path, sw.err);
 	mltune_record(name, &sw);
 	if (announce)
-		mltune_announce(sw.err ? "rolled-back" : "ok");
+		mltune_announce(sw.err ? "rolled-back" : "ok", previous);
 	kvfree(sw.slots);
 	kvfree(base_knobs);
 	return sw.err;

@@ -10,7 +10,11 @@
 #   - a fault injected after each step (MLTUNE_FAIL_STEP) leaves the
 #     snapshot unchanged and the error names the step;
 #   - kill -9 of `mltunectl switch` at random points, then `off`: snapshot;
-#   - limits are bounds: fs.file-max=9999999 survives switch training.
+#   - limits are bounds: fs.file-max=9999999 survives switch training;
+#   - the plain sysfs write: with `mltunectl follow --listen` standing in
+#     for the package's udev rule, `echo training > .../profile` brings
+#     every domain in line, a profile whose NIC settings the kernel refuses
+#     puts the module back on training, `echo baseline` and off restore.
 # Needs ethtool, jq and nccl_mimic (tests/vm/run --bin ...).
 . "$(dirname "$0")/lib.sh"
 M=/usr/sbin/mltunectl
@@ -18,7 +22,7 @@ for b in ethtool jq nccl_mimic; do
 	command -v $b >/dev/null || { echo "1..0 # SKIP $b not in the guest"; exit 4; }
 done
 [ -d /sys/class/net/eth1 ] || { echo "1..0 # SKIP needs both NICs"; exit 4; }
-t_plan 19
+t_plan 23
 T=/tmp/node-test
 rm -rf $T; mkdir -p $T
 
@@ -30,6 +34,9 @@ i=0
 while ! grep -q "^spawn result" $T/mimic.log && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 cleanup() {
 	touch $T/release
+	[ -n "${fpid:-}" ] && kill "$fpid" 2>/dev/null
+	rm -f /etc/mltune/profiles/bad.toml
+	echo -bad >/sys/kernel/mltune/profiles/control 2>/dev/null
 	$M off >/dev/null 2>&1
 	ip link set eth0 up 2>/dev/null
 }
@@ -166,4 +173,46 @@ t_check "verify training accepts fs.file-max=9999999" $M verify training
 $M off >/dev/null
 echo "$old" >/proc/sys/fs/file-max
 same "off after the bounds check: every setting as at boot"
+
+# ---- 6. the plain sysfs write; mltunectl follow does the rest ------------------
+$M follow --listen >$T/follow.log 2>&1 &
+fpid=$!
+# followed GEN: the follower has handled the module's generation GEN (or a later one)
+followed() { [ "$(jq -r '.last.generation' /run/mltune/follow.json 2>/dev/null || echo 0)" -ge "$1" ]; }
+wait_followed() {
+	i=0
+	while ! followed "$1" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	followed "$1" || { t_diag "generation $1 not followed after 60 s"; sed 's/^/# /' $T/follow.log; }
+}
+gen() { cat /sys/kernel/mltune/generation; }
+echo training >/sys/kernel/mltune/profile
+wait_followed "$(gen)"
+if $M verify training >$T/fv.out 2>&1 && [ -d /sys/module/tcp_bbr ] &&
+	[ "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" = bbr ]; then
+	t_ok "echo training > profile: the follower brought modules, NIC and threads in line (verify 0, bbr set)"
+else t_fail "echo training: verify after the follower"; sed 's/^/# /' $T/fv.out $T/follow.log | tail -n 20; fi
+# A profile the module has, whose NIC setting the kernel refuses (an MTU
+# beyond virtio-net's maximum): the module goes back to training.
+cat /sys/kernel/mltune/profiles/training/knobs >$T/knobs
+echo +bad >/sys/kernel/mltune/profiles/control
+cat $T/knobs >/sys/kernel/mltune/profiles/bad/knobs
+echo commit >/sys/kernel/mltune/profiles/bad/state
+mkdir -p /etc/mltune/profiles
+printf 'include = ["training"]\n[nic."virtio_net"]\nlink = { mtu = 65536 }\n' >/etc/mltune/profiles/bad.toml
+echo bad >/sys/kernel/mltune/profile
+g=$(gen)
+wait_followed "$g"
+i=0
+while [ "$(cat /sys/kernel/mltune/profile)" != training ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+if [ "$(cat /sys/kernel/mltune/profile)" = training ] &&
+	[ "$(jq -r '.last_failure.profile' /run/mltune/follow.json)" = bad ]; then
+	t_ok "echo bad > profile: its NIC step fails, the follower puts the module back on training"
+else t_fail "the follower rolls a failing profile back"; cat /run/mltune/follow.json | sed 's/^/# /'; fi
+if $M --json active | jq -e '.domains[] | select(.domain == "follow") | .detail | test("last failure")' >/dev/null; then
+	t_ok "active shows the follower's last failure"
+else t_fail "active: follow domain"; $M active | sed 's/^/# /'; fi
+echo baseline >/sys/kernel/mltune/profile
+wait_followed "$(gen)"
+$M off >/dev/null
+same "echo baseline, then off: every setting as at boot"
 t_done

@@ -140,7 +140,7 @@ journal_says_why() {
 	for _ in $(seq 60); do
 		journalctl --sync 2>/dev/null
 		journal mltune.service |
-			grep "error: pool apply: pool: node 1: .*could not supply.*rolled back: nic, feeder, knobs" && return 0
+			grep "error: pool apply: pool: node 1: .*could not supply.*rolled back: nic, feeder, knobs, modules" && return 0
 		sleep 1
 	done
 	journal mltune.service | tail -n 15

@@ -6,6 +6,8 @@
 #include "mltune/recommend.hpp"
 #include "mltune/topology.hpp"
 
+#include <atomic>
+#include <csignal>
 #include <ostream>
 
 namespace mltune::cli {
@@ -84,6 +86,55 @@ void run_active(Context &ctx) {
   }
 }
 
+nlohmann::json follow_json(const FollowRecord &r) {
+  return {{"generation", r.generation}, {"profile", r.profile}, {"result", r.result},
+          {"error", r.error},           {"in_line", r.in_line}, {"detail", r.detail}};
+}
+
+void print_follow(Context &ctx, const FollowState &s) {
+  if (ctx.json) {
+    ctx.emit({{"last", follow_json(s.last)},
+              {"last_failure", s.last_failure ? follow_json(*s.last_failure) : nlohmann::json(nullptr)}});
+    return;
+  }
+  *ctx.out << "generation " << s.last.generation << ": " << s.last.result << ", user-space domains in line with '"
+           << s.last.in_line << "'" << (s.last.detail.empty() ? "" : " (" + s.last.detail + ")") << "\n";
+  if (!s.last.error.empty()) {
+    *ctx.out << "  " << s.last.error << "\n";
+  }
+}
+
+std::atomic<bool> g_stop_follow{false};
+void on_follow_signal(int /*sig*/) {
+  g_stop_follow = true;
+}
+
+void run_follow(Context &ctx, bool listen) {
+  if (listen) {
+    struct sigaction sa {};
+    sa.sa_handler = on_follow_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    auto st = follow_listen(
+        ctx.root(), [] { return g_stop_follow.load(); },
+        [&ctx](const FollowState &s) {
+          print_follow(ctx, s);
+          ctx.out->flush();
+        });
+    if (!st) {
+      ctx.fail(st.error());
+    }
+    return;
+  }
+  auto s = follow_module(ctx.root());
+  if (!s) {
+    return ctx.fail(s.error());
+  }
+  print_follow(ctx, *s);
+  ctx.rc = s->last.result == "ok" ? k_exit_ok : k_exit_failed;
+}
+
 void run_recommend(Context &ctx) {
   auto t = discover_topology(ctx.root());
   if (!t) {
@@ -113,6 +164,12 @@ void register_node(CLI::App &app, Context &ctx) {
                                               "off, pending-reboot)");
   active->alias("status");
   active->callback([&ctx] { run_active(ctx); });
+  auto *follow = app.add_subcommand("follow", "After a write to /sys/kernel/mltune/profile: bring the modules, NIC "
+                                              "settings and thread rules in line with the module's profile, or "
+                                              "switch the module back (the package's udev rule runs it)");
+  auto listen = std::make_shared<bool>(false);
+  follow->add_flag("--listen", *listen, "Follow every switch of the module (uevents) until SIGTERM");
+  follow->callback([&ctx, listen] { run_follow(ctx, *listen); });
   auto *rec = app.add_subcommand("recommend", "The profile for this node's hardware (GPUs, RDMA NICs, memory), "
                                               "with the reasons");
   rec->callback([&ctx] { run_recommend(ctx); });

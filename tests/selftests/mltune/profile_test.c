@@ -96,16 +96,18 @@ static int uevent_socket(void)
 }
 
 /* Wait up to 5 s for the mltune uevent of generation @gen. */
-static bool saw_uevent(int fd, const char *profile, long long gen)
+static bool saw_uevent(int fd, const char *profile, const char *previous,
+		       long long gen)
 {
-	char buf[8192], want_p[96], want_g[64];
+	char buf[8192], want_p[96], want_v[96], want_g[64];
 	double end = now_s() + 5;
 
 	snprintf(want_p, sizeof(want_p), "MLTUNE_PROFILE=%s", profile);
+	snprintf(want_v, sizeof(want_v), "MLTUNE_PREVIOUS=%s", previous);
 	snprintf(want_g, sizeof(want_g), "MLTUNE_GENERATION=%lld", gen);
 	while (now_s() < end) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		bool p = false, g = false;
+		bool p = false, v = false, g = false;
 		ssize_t n;
 		char *s;
 
@@ -117,9 +119,10 @@ static bool saw_uevent(int fd, const char *profile, long long gen)
 		buf[n] = '\0';
 		for (s = buf; s < buf + n; s += strlen(s) + 1) {
 			p |= !strcmp(s, want_p);
+			v |= !strcmp(s, want_v);
 			g |= !strcmp(s, want_g);
 		}
-		if (p && g)
+		if (p && v && g)
 			return true;
 	}
 	return false;
@@ -145,12 +148,13 @@ static void *poll_thread(void *arg)
 TEST(switch_training_inference_baseline)
 {
 	static const char *const seq[] = { "training", "inference", "baseline" };
-	char cur[KNOB_VALUE_MAX + 2], active[64], *base_text;
+	char cur[KNOB_VALUE_MAX + 2], active[64], active0[64], *base_text;
 	struct poller pl = {};
 	long long gen0, gen;
 	pthread_t th;
 	int i, nr, ufd, ret;
 
+	read_active(active0, sizeof(active0));
 	ufd = uevent_socket();
 	ASSERT_LE(0, ufd) TH_LOG("uevent socket: %s", strerror(-ufd));
 	gen0 = read_generation();
@@ -180,7 +184,7 @@ TEST(switch_training_inference_baseline)
 		EXPECT_EQ(gen0 + i + 1, gen);
 		read_active(active, sizeof(active));
 		EXPECT_STREQ(seq[i], active);
-		EXPECT_TRUE(saw_uevent(ufd, seq[i], gen))
+		EXPECT_TRUE(saw_uevent(ufd, seq[i], i ? seq[i - 1] : active0, gen))
 			TH_LOG("no uevent for %s generation %lld", seq[i], gen);
 
 		if (i < 2) {

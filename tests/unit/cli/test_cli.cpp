@@ -298,7 +298,7 @@ TEST_F(Cli, ConfigCheckAndApplyExitCodes) {
   // Applied through the direct backend (no module in this fake), then reverted.
   r = run({"--json", "config", "apply"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.j()["applied"], json::array({"knobs", "nic"}));
+  EXPECT_EQ(r.j()["applied"], json::array({"modules", "knobs", "nic"}));
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
   r = run({"config", "revert"});
   ASSERT_EQ(r.rc, 0) << r.err;

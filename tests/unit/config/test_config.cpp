@@ -150,15 +150,16 @@ protected:
 TEST_F(ConfigApply, AppliesEveryPartAndRevertPutsItBack) {
   auto r = apply_config(fake.root(), cfg, {});
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->applied, (std::vector<std::string>{"knobs", "feeder", "nic", "pool"}));
+  EXPECT_EQ(r->applied, (std::vector<std::string>{"modules", "knobs", "feeder", "nic", "pool"}));
   EXPECT_EQ(get("/sys/kernel/mltune/profile"), "training");
   EXPECT_EQ(get(std::string(k_hp) + "/node0/reserved"), "32");
   EXPECT_EQ(get(std::string(k_hp) + "/node1/reserved"), "16");
   EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "4");
   EXPECT_TRUE(feeder_active());
   EXPECT_EQ(get("/sys/fs/cgroup/mltune-feeder/cpuset.cpus"), "6-7");
-  ASSERT_EQ(r->lines.size(), 4U);
-  EXPECT_EQ(r->lines[0].rfind("knobs: switched to 'training' (kernel backend", 0), 0U) << r->lines[0];
+  ASSERT_EQ(r->lines.size(), 5U);
+  EXPECT_EQ(r->lines[0].rfind("modules: 0 loaded", 0), 0U) << r->lines[0]; // a tree loads none
+  EXPECT_EQ(r->lines[1].rfind("knobs: switched to 'training' (kernel backend", 0), 0U) << r->lines[1];
   EXPECT_TRUE(state_exists());
 
   // A second apply (reload) with another pool keeps the boot's "before".

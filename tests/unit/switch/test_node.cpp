@@ -285,3 +285,67 @@ TEST_F(Node, ModulesSkippedRequiredAndInUse) {
   EXPECT_EQ(off->domains.back().state, "restored");
   EXPECT_EQ(snapshot(), before);
 }
+
+// follow_module(): after a plain write to the module's profile file, the
+// user-space domains follow; when they fail the module goes back.
+TEST_F(Node, FollowTheModule) {
+  fake.add_module();
+  const Snapshot before = snapshot();
+  fake.set("/sys/kernel/mltune/profile", "training\n");
+  fake.set("/sys/kernel/mltune/generation", "5\n");
+  auto f = follow_module(root, seams);
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->last.result, "ok");
+  EXPECT_EQ(f->last.in_line, "training");
+  EXPECT_TRUE(mods.in_kernel.contains("tcp_bbr"));
+  EXPECT_EQ(nic.devs["eth0"].current["coalesce.rx-usecs"], "50");
+  EXPECT_NE(sched.attr(101), SchedAttr{});
+  // The module saw the profile once more, for the knobs of the new module.
+  EXPECT_EQ(fake.get("/sys/kernel/mltune/profile"), "training");
+
+  // The same generation again: nothing to do.
+  const int sets = nic.sets;
+  f = follow_module(root, seams);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(nic.sets, sets);
+
+  // A profile whose NIC settings fail: the module goes back to training.
+  fake.set("/etc/mltune/profiles/bad.toml", "include = [\"training\"]\n[nic.\"eth1\"]\ncoalesce = { rx-usecs = 7 }\n");
+  nic.fail_dev = "eth1";
+  nic.fail_group = "coalesce";
+  fake.set("/sys/kernel/mltune/profiles/bad/knobs", "/proc/sys/vm/swappiness 1\n"); // defined in the module
+  fake.set("/sys/kernel/mltune/profiles/bad/state", "committed\n");
+  fake.set("/sys/kernel/mltune/profile", "bad\n");
+  fake.set("/sys/kernel/mltune/generation", "7\n");
+  f = follow_module(root, seams);
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->last.result, "rolled-back") << f->last.error;
+  EXPECT_EQ(f->last.in_line, "training");
+  EXPECT_EQ(fake.get("/sys/kernel/mltune/profile"), "training");
+  ASSERT_TRUE(f->last_failure);
+  EXPECT_NE(f->last_failure->error.find("nic apply"), std::string::npos) << f->last_failure->error;
+  nic.fail_dev.clear();
+
+  // The rollback's own uevent: training, in line already.
+  fake.set("/sys/kernel/mltune/generation", "8\n");
+  f = follow_module(root, seams);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->last.result, "ok");
+  ASSERT_TRUE(f->last_failure); // still shown
+  auto st = node_status(root, seams);
+  ASSERT_TRUE(st);
+  const auto fl =
+      std::find_if(st->domains.begin(), st->domains.end(), [](const DomainState &d) { return d.domain == "follow"; });
+  ASSERT_NE(fl, st->domains.end());
+  EXPECT_NE(fl->detail.find("last failure at generation 7"), std::string::npos) << fl->detail;
+
+  // The module back on its baseline: so are the user-space domains.
+  fake.set("/sys/kernel/mltune/profile", "baseline\n");
+  fake.set("/sys/kernel/mltune/generation", "9\n");
+  f = follow_module(root, seams);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->last.in_line, "baseline");
+  Snapshot now = snapshot();
+  now.files = before.files; // the fake module does not write the knobs
+  EXPECT_EQ(now, before);
+}

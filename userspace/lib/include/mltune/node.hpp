@@ -7,6 +7,8 @@
 //   check_node      the same domains read back: one list of differences
 //   node_status     the active profile and each domain's state
 //   node_off        every domain back on its baseline (switch/baseline.hpp)
+//   follow_module   after a plain write to /sys/kernel/mltune/profile, the
+//                   user-space domains brought in line with the module
 //
 // Switches, `off` and configuration applies serialize on the node lock, a
 // FileLock below the sysroot (a --sysroot run never locks the live host).
@@ -74,7 +76,9 @@ public:
   [[nodiscard]] SchedStep &sched() { return sched_; }
 
 private:
+  const Profile &profile_;
   const Sysroot &root_;
+  Backend backend_;
   ModuleStep modules_;
   KnobStep knobs_;
   NicStep nic_;
@@ -140,5 +144,48 @@ struct OffReport {
 // direct).  Every domain is tried even when one fails.  Errors only when
 // the lock cannot be taken.
 [[nodiscard]] Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams = {});
+
+// ---- following the module ---------------------------------------------------
+//
+// `echo training > /sys/kernel/mltune/profile` switches the kernel knobs
+// atomically; the module then sends a change uevent, on which the package's
+// udev rule runs `mltunectl follow` (follow_module()).  It brings the
+// user-space domains of the module's active profile in line: the kernel
+// modules (and then the knobs once more, for knobs that need them), the NIC
+// settings and the thread rules, as one transaction; for "baseline" it puts
+// them back on their baseline.  When they fail, it writes the profile they
+// are still in line with back to the module, so the kernel part rolls back
+// too, and records why.  A `mltunectl switch` through the module records
+// what it did, so the follower it wakes has nothing to do.
+
+inline constexpr std::string_view k_follow_state = "/run/mltune/follow.json";
+
+struct FollowRecord {
+  std::uint64_t generation = 0; // the module's generation when it was followed
+  std::string profile;          // the module's active profile then
+  std::string result;           // "ok", "rolled-back", "failed"
+  std::string error;            // why, when not ok
+  std::string in_line;          // the profile the user-space domains are in line with now
+  std::string detail;           // what it did, one line
+};
+
+struct FollowState {
+  FollowRecord last;
+  std::optional<FollowRecord> last_failure; // kept while later follows succeed
+};
+
+// Nothing to do when the module's generation is the one followed last.
+[[nodiscard]] Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams = {});
+// What the last follow recorded (nullopt: none since boot).
+[[nodiscard]] Result<std::optional<FollowState>> follow_state(const Sysroot &root);
+// Records that the user-space domains are in line with `profile` at the
+// module's current generation (ProfileSwitch and node_off do, so that the
+// follower their switch wakes skips).  Takes no lock: the caller holds it.
+[[nodiscard]] Status note_followed(const Sysroot &root, const std::string &profile);
+// Runs follow_module() on every mltune uevent of the kernel (a netlink
+// socket: the stand-in for the udev rule where there is no udev), once at
+// the start, until `stop` returns true (checked at least every 200 ms).
+[[nodiscard]] Status follow_listen(const Sysroot &root, const std::function<bool()> &stop,
+                                   const std::function<void(const FollowState &)> &log);
 
 } // namespace mltune

@@ -12,6 +12,7 @@
 #include "mltune/profile.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const S
 bool kernel_backend_present(const Sysroot &root);
 Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root);
 Result<SwitchReport> restore_baseline_kernel(const Sysroot &root);
+// The module's generation: the number of switches that ran since it loaded.
+Result<std::uint64_t> kernel_generation(const Sysroot &root);
+// Writes NAME (a profile the module has committed, or "baseline") to the
+// module's profile file: the module switches its knobs, nothing else.
+Result<SwitchReport> kernel_activate(const Sysroot &root, const std::string &name);
 // The module's knob-list format for a profile on this node ("[FLAGS]PATH
 // VALUE" lines; '?' = skipped where missing or refused, '>' / '<' = at
 // least / at most VALUE).

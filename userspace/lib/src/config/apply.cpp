@@ -152,12 +152,16 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
   }
   const Profile none;
   const Profile &prof = profile ? *profile : none;
-  KnobStep knobs(prof, root, choose_backend(root, Backend::automatic));
+  ModuleStep modules(prof, root);
+  const Backend backend = choose_backend(root, Backend::automatic);
+  KnobStep knobs(prof, root, backend);
   NicStep nic(prof, root);
   PoolStep pool(root, cfg.pool, cfg.user_quota);
   FeederStep feeder(root, cfg.feeder_cpus.value_or(""), cfg.feeder_mechanism);
   std::vector<Step *> steps;
   if (profile) {
+    // The profile's modules before its knobs (the bbr knob needs tcp_bbr).
+    steps.push_back(&modules);
     steps.push_back(&knobs);
   }
   // The feeder before the NIC settings: the NIC plan places queue IRQs and
@@ -181,6 +185,12 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
   if (!done) {
     return failed(done.error());
   }
+  if (profile && !opt.dry_run && backend == Backend::kernel) {
+    // The follower the module's uevent wakes has nothing left to do.
+    if (auto st = note_followed(root, profile->name); !st) {
+      return failed(with_context(st.error(), "recording the switch for mltunectl follow"));
+    }
+  }
   ConfigReport rep;
   rep.applied = done->applied;
   if (opt.dry_run) {
@@ -198,6 +208,12 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
       rep.lines.push_back(pool.summary());
     } else if (s == &feeder) {
       rep.lines.push_back(feeder.summary());
+    } else if (s == &modules) {
+      std::string l = "modules: " + std::to_string(modules.loaded().size()) + " loaded";
+      for (const auto &m : modules.skipped()) {
+        l += "; skipped " + m;
+      }
+      rep.lines.push_back(l);
     }
   }
   auto old = k_state.load(root);
@@ -275,6 +291,17 @@ Result<ConfigReport> detail::revert_config_locked(const Sysroot &root, bool pool
     } else {
       rep.restored.push_back("knobs: baseline (" + std::string(to_string(r->backend)) + " backend, " +
                              std::to_string(r->written.size()) + " knobs written)");
+    }
+    // The modules the profile loaded, after the knobs that used them.
+    const Profile none;
+    ModuleStep mods(none, root);
+    if (auto st = mods.baseline(); !st) {
+      failed.push_back("modules: " + st.error().message);
+    } else if (!mods.in_use().empty()) {
+      rep.restored.push_back("modules: " + mods.in_use().front() + " (left loaded)");
+    }
+    if (b == Backend::kernel) {
+      (void)note_followed(root, std::string(k_baseline));
     }
   }
   if (!failed.empty()) {

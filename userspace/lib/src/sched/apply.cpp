@@ -706,7 +706,20 @@ void finish_thread(ApplyRun &run, ThreadPlan &p, const ThreadApply &ta, const St
 
 void apply_plan(ApplyRun &run, ThreadPlan &p) {
   ThreadApply ta;
-  if (settle_without_change(run, p, ta) || place_thread(run, p, ta)) {
+  if (settle_without_change(run, p, ta)) {
+    return;
+  }
+  // The thread's attributes and cgroup are recorded before anything of it
+  // changes, so that `sched reset` (and `off`) can restore it even when
+  // this process is killed between the change and the record.  (The
+  // watcher records in batches; it has no such window to close.)
+  if (!detail::deferred(run.opt)) {
+    record(run.st, p, p.before, "");
+    if (auto ss = save_state(run.sys.root(), run.st); !ss) {
+      run.rep.notes.push_back("cannot save state: " + ss.error().message);
+    }
+  }
+  if (place_thread(run, p, ta)) {
     return;
   }
   const Status s = set_with_retries(run, p, ta);

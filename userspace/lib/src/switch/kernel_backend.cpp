@@ -3,6 +3,7 @@
 // (Documentation/ABI/testing/sysfs-kernel-mltune).
 #include "mltune/switch.hpp"
 
+#include "mltune/parse.hpp"
 #include "switch/undo.hpp"
 
 #include <algorithm>
@@ -125,6 +126,22 @@ Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root) 
 
 Result<SwitchReport> restore_baseline_kernel(const Sysroot &root) {
   return activate(std::string(k_baseline), root);
+}
+
+Result<std::uint64_t> kernel_generation(const Sysroot &root) {
+  auto g = root.read_value(k_dir + "/generation");
+  if (!g) {
+    return g.error();
+  }
+  const auto n = parse_int<std::uint64_t>(*g);
+  if (!n) {
+    return failure(k_dir + "/generation: not a number: '" + *g + "'");
+  }
+  return *n;
+}
+
+Result<SwitchReport> kernel_activate(const Sysroot &root, const std::string &name) {
+  return activate(name, root);
 }
 
 namespace detail {

@@ -56,8 +56,9 @@ std::unique_ptr<NicBackend> nic_backend(const Sysroot &root, const NodeSeams &se
 // ---- switch ----------------------------------------------------------------------
 
 ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams)
-    : root_(root), modules_(profile, root, seams.modules), knobs_(profile, root, backend),
-      nic_(profile, root, seams.nic ? seams.nic() : nullptr), sched_(profile, root, seams.sched) {}
+    : profile_(profile), root_(root), backend_(backend), modules_(profile, root, seams.modules),
+      knobs_(profile, root, backend), nic_(profile, root, seams.nic ? seams.nic() : nullptr),
+      sched_(profile, root, seams.sched) {}
 
 Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
   std::optional<NodeLock> lock;
@@ -69,7 +70,14 @@ Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
     lock = std::move(*l);
   }
   const std::array<Step *, 4> steps{&modules_, &knobs_, &nic_, &sched_};
-  return run_transaction(steps, opt);
+  auto r = run_transaction(steps, opt);
+  if (r && !opt.dry_run && backend_ == Backend::kernel) {
+    // The module's uevent wakes the follower: it has nothing left to do.
+    if (auto st = note_followed(root_, profile_.name); !st) {
+      return with_context(st.error(), "recording the switch for mltunectl follow");
+    }
+  }
+  return r;
 }
 
 // ---- check -------------------------------------------------------------------------
@@ -321,6 +329,20 @@ Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
     }
     s.differences = std::move(c->differences);
   }
+  if (kernel_backend_present(root)) {
+    auto f = follow_state(root);
+    if (f && *f) {
+      const FollowRecord &l = (*f)->last;
+      std::string d = "generation " + std::to_string(l.generation) + ": in line with '" + l.in_line + "'";
+      if ((*f)->last_failure && (*f)->last_failure->generation != l.generation) {
+        d += "; last failure at generation " + std::to_string((*f)->last_failure->generation) + " ('" +
+             (*f)->last_failure->profile + "'): " + (*f)->last_failure->error;
+      } else if (!l.error.empty()) {
+        d += ": " + l.error;
+      }
+      s.domains.push_back({"follow", l.result == "ok" ? "applied" : l.result, d});
+    }
+  }
   s.domains.push_back(feeder_state(root));
   s.domains.push_back(pool_state(root));
   s.domains.push_back(boot_state(root));
@@ -532,6 +554,9 @@ Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams) {
   rep.domains.push_back(off_feeder(root, seams));
   rep.domains.push_back(off_knobs(root));
   rep.domains.push_back(off_modules(root, seams));
+  if (auto st = note_followed(root, std::string(k_baseline)); !st) {
+    rep.domains.push_back({"follow", "failed", st.error().message});
+  }
   return rep;
 }
 
