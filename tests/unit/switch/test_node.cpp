@@ -349,3 +349,16 @@ TEST_F(Node, FollowTheModule) {
   now.files = before.files; // the fake module does not write the knobs
   EXPECT_EQ(now, before);
 }
+
+// A profile the module has but no file names: active says so, no error.
+TEST_F(Node, StatusOfAModuleOnlyProfile) {
+  fake.add_module();
+  fake.set("/sys/kernel/mltune/profiles/ghost/knobs", "/proc/sys/vm/swappiness 7\n");
+  fake.set("/sys/kernel/mltune/profile", "ghost\n");
+  auto s = node_status(root, seams);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->profile, "ghost");
+  ASSERT_FALSE(s->domains.empty());
+  EXPECT_EQ(s->domains[0].state, "unchecked");
+  EXPECT_NE(s->domains[0].detail.find("unknown profile 'ghost'"), std::string::npos) << s->domains[0].detail;
+}

@@ -299,11 +299,12 @@ Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
     for (const char *d : {"modules", "knobs", "nic", "sched"}) {
       s.domains.push_back({d, "off", "no profile active"});
     }
-  } else {
-    auto p = ProfileLoader(&root).load(s.profile);
-    if (!p) {
-      return with_context(p.error(), "the active profile");
+  } else if (auto p = ProfileLoader(&root).load(s.profile); !p) {
+    // A profile defined in the module only, or a file that no longer loads.
+    for (const char *d : {"modules", "knobs", "nic", "sched"}) {
+      s.domains.push_back({d, "unchecked", "profile '" + s.profile + "': " + p.error().message});
     }
+  } else {
     auto c = check_node(*p, root, seams);
     if (!c) {
       return c.error();
