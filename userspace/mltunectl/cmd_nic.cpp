@@ -168,15 +168,13 @@ void run_apply(Context &ctx, const NicArgs &a, bool diff_only) {
   }
   NicOptions opts{a.iface, a.skip_unsupported};
   const Sysroot root = ctx.root();
-  std::optional<NodeLock> lock;
-  if (!diff_only && !ctx.dry_run) {
-    // What this changes first is recorded for `mltunectl off`.
-    auto l = NodeLock::acquire(root);
-    if (!l) {
-      return ctx.fail(l.error());
-    }
-    lock = std::move(*l);
-    opts.record_baseline = &root;
+  const bool changes = !diff_only && !ctx.dry_run;
+  auto lock = NodeLock::acquire_if(root, changes);
+  if (!lock) {
+    return ctx.fail(lock.error());
+  }
+  if (changes) {
+    opts.record_baseline = &root; // what this changes first is recorded for `mltunectl off`
   }
   auto rep = nic_apply(*rules, **be, opts, diff_only || ctx.dry_run);
   if (!rep) {

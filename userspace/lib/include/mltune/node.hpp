@@ -50,6 +50,9 @@ struct NodeSeams {
 class NodeLock {
 public:
   static Result<NodeLock> acquire(const Sysroot &root);
+  // The lock for what changes the node, none for what only looks (a dry
+  // run, a diff): nullopt when `changes` is false.
+  static Result<std::optional<NodeLock>> acquire_if(const Sysroot &root, bool changes);
   NodeLock(NodeLock &&) noexcept;
   NodeLock &operator=(NodeLock &&) noexcept;
   NodeLock(const NodeLock &) = delete;

@@ -124,13 +124,9 @@ std::string nic_line(const NicStep &nic) {
 } // namespace
 
 Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, const ConfigApplyOptions &opt) {
-  std::optional<NodeLock> lock;
-  if (!opt.dry_run) {
-    auto l = NodeLock::acquire(root);
-    if (!l) {
-      return l.error();
-    }
-    lock = std::move(*l);
+  auto lock = NodeLock::acquire_if(root, !opt.dry_run);
+  if (!lock) {
+    return lock.error();
   }
   // Every failure: the transaction has put back what it applied; a start
   // also puts back what the earlier applies of this boot did.

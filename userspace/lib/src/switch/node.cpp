@@ -29,6 +29,17 @@ NodeLock::NodeLock(NodeLock &&) noexcept = default;
 NodeLock &NodeLock::operator=(NodeLock &&) noexcept = default;
 NodeLock::~NodeLock() = default;
 
+Result<std::optional<NodeLock>> NodeLock::acquire_if(const Sysroot &root, bool changes) {
+  if (!changes) {
+    return std::optional<NodeLock>{};
+  }
+  auto l = acquire(root);
+  if (!l) {
+    return l.error();
+  }
+  return std::optional<NodeLock>(std::move(*l));
+}
+
 Result<NodeLock> NodeLock::acquire(const Sysroot &root) {
   auto l = FileLock::acquire(root, k_node_lock);
   if (!l) {
@@ -61,13 +72,9 @@ ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backen
       sched_(profile, root, seams.sched) {}
 
 Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
-  std::optional<NodeLock> lock;
-  if (!opt.dry_run) {
-    auto l = NodeLock::acquire(root_);
-    if (!l) {
-      return l.error();
-    }
-    lock = std::move(*l);
+  auto lock = NodeLock::acquire_if(root_, !opt.dry_run);
+  if (!lock) {
+    return lock.error();
   }
   const std::array<Step *, 4> steps{&modules_, &knobs_, &nic_, &sched_};
   auto r = run_transaction(steps, opt);
