@@ -1,6 +1,7 @@
 // mltunectl switch PROFILE [--backend auto|kernel|direct]
 #include "cli.hpp"
 
+#include "mltune/boot.hpp"
 #include "mltune/node.hpp"
 #include "mltune/switch.hpp"
 #include "mltune/transaction.hpp"
@@ -55,6 +56,9 @@ nlohmann::json domains_json(ProfileSwitch &sw, bool dry_run) {
   nlohmann::json d = nlohmann::json::object();
   d["modules"] = {{"loaded", sw.modules().loaded()}, {"skipped", sw.modules().skipped()}};
   d["devices"] = {{"notes", sw.knobs().notes()}};
+  d["boot"] = sw.boot().fragment().empty()
+                  ? nlohmann::json(nullptr)
+                  : nlohmann::json{{"fragment", sw.boot().fragment()}, {"reboot_pending", sw.boot().changed()}};
   const auto &nic = dry_run ? sw.nic().planned() : sw.nic().applied();
   d["nic"] = nic ? nic_json(*nic, !dry_run) : nlohmann::json(nullptr);
   d["sched"] = sw.sched().applied() ? sched_json(*sw.sched().applied()) : nlohmann::json(nullptr);
@@ -195,6 +199,10 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   }
   if (sw.nic().applied()) {
     print_nic_changes(ctx, *sw.nic().applied(), true);
+  }
+  if (sw.boot().changed()) {
+    *ctx.out << "boot\tpending\t" << k_grub_dropin << ": " << sw.boot().fragment()
+             << " (run update-grub; the parameters take effect at the next boot)\n";
   }
   if (const auto &s = sw.sched().applied()) {
     for (const auto &a : s->actions) {

@@ -75,7 +75,7 @@ TEST(ProfilePhases, Modules) {
 TEST(ProfilePhases, TopLevelRejectsUnknownAndMistyped) {
   EXPECT_EQ(error_of(check_top_level(doc_of("bogus = 1\n"), "t.toml")),
             "t.toml:1: unknown key 'bogus' (expected description, include, modules, [sysctl], [sysfs], [cpu], "
-            "[block.\"GLOB\"], [nic.\"GLOB\"], [[sched.rule]])");
+            "[block.\"GLOB\"], [nic.\"GLOB\"], [[sched.rule]], [boot])");
   EXPECT_EQ(error_of(check_top_level(doc_of("description = 3\n"), "t.toml")), "t.toml:1: description must be a string");
   EXPECT_EQ(error_of(check_top_level(doc_of("include = [\"a\", 2]\n"), "t.toml")),
             "t.toml:1: include entries must be strings");

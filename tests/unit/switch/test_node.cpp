@@ -109,7 +109,7 @@ TEST_F(Node, SwitchAppliesEveryDomainAndOffRestoresThem) {
   const Snapshot before = snapshot();
   auto r = switch_to(training);
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->applied, (std::vector<std::string>{"modules", "knobs", "nic", "sched"}));
+  EXPECT_EQ(r->applied, (std::vector<std::string>{"modules", "knobs", "nic", "sched", "boot"}));
   EXPECT_TRUE(mods.in_kernel.contains("tcp_bbr"));
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
   EXPECT_EQ(nic.devs["eth0"].current["rings.rx"], "4096");

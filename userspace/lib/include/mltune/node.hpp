@@ -3,7 +3,7 @@
 // touches, one check of every domain against a profile, what is active, and
 // `off`, which returns every domain to what mltune found.
 //
-//   ProfileSwitch   modules -> knobs -> nic -> sched, one transaction (transaction.hpp)
+//   ProfileSwitch   modules -> knobs -> nic -> sched -> boot, one transaction (transaction.hpp)
 //   check_node      the same domains read back: one list of differences
 //   node_status     the active profile and each domain's state
 //   node_off        every domain back on its baseline (switch/baseline.hpp)
@@ -66,8 +66,8 @@ private:
 };
 
 // A profile switch: the kernel modules, the knob step (kernel or direct
-// backend), the NIC step and the scheduler-rule step, run as one transaction
-// under the node lock.
+// backend), the NIC step, the scheduler-rule step and the boot parameters
+// (written for the next boot), run as one transaction under the node lock.
 class ProfileSwitch {
 public:
   ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams = {});
@@ -77,6 +77,7 @@ public:
   [[nodiscard]] KnobStep &knobs() { return knobs_; }
   [[nodiscard]] NicStep &nic() { return nic_; }
   [[nodiscard]] SchedStep &sched() { return sched_; }
+  [[nodiscard]] BootStep &boot() { return boot_; }
 
 private:
   const Profile &profile_;
@@ -86,6 +87,7 @@ private:
   KnobStep knobs_;
   NicStep nic_;
   SchedStep sched_;
+  BootStep boot_;
 };
 
 // One difference between the node and a profile, the same shape in every

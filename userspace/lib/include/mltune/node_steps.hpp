@@ -7,6 +7,7 @@
 
 #include "mltune/cpulist.hpp"
 #include "mltune/feeder.hpp"
+#include "mltune/profile.hpp"
 #include "mltune/sched.hpp"
 #include "mltune/transaction.hpp"
 
@@ -66,6 +67,39 @@ private:
   std::vector<std::string> loaded_;
   std::vector<std::string> skipped_;
   std::vector<std::string> in_use_;
+};
+
+// The profile's kernel command line ([boot], profile.hpp): the GRUB drop-in
+// (boot.hpp) that carries it.  The parameters take effect at the next boot,
+// so the step never half-applies anything: it writes the file or not, and
+// the boot domain of `mltunectl active` says "pending-reboot" until the
+// running command line has them.  plan() computes them from the topology
+// and the CPU plan (a profile without [boot]: nothing to do); apply() writes
+// the drop-in when its content changes, keeping the old one; rollback()
+// puts the old content back (or removes the file); verify() reads it back;
+// baseline() removes it.
+class BootStep final : public Step {
+public:
+  BootStep(const Profile &profile, const Sysroot &root);
+  [[nodiscard]] std::string_view name() const override { return "boot"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  // The command-line fragment plan() computed ("" without [boot]).
+  [[nodiscard]] const std::string &fragment() const { return fragment_; }
+  // Whether apply() changed the drop-in (a reboot is pending).
+  [[nodiscard]] bool changed() const { return changed_; }
+
+private:
+  const Profile &profile_;
+  const Sysroot &root_;
+  std::string fragment_;
+  std::string content_;               // the drop-in plan() wants
+  std::optional<std::string> before_; // the drop-in plan() found (nullopt: none)
+  bool changed_ = false;
 };
 
 // The profile's [[sched.rule]]s (sched.hpp).  plan() checks that every

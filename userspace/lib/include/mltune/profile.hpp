@@ -8,6 +8,7 @@
 #include "mltune/sched.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -52,6 +53,13 @@ struct KernelModule {
   std::string origin;    // "base.toml:27"
 };
 
+// [boot]: the kernel command line the profile wants, written as the GRUB
+// drop-in by a switch (BootStep, pending until the next boot).
+struct BootSettings {
+  std::string isolate = "feeder"; // CPUs for isolcpus/nohz_full/rcu_nocbs: a cpulist, a plan role, or "none"
+  std::string origin;             // "site.toml:3"
+};
+
 struct Profile {
   std::string name;
   std::string description;
@@ -62,6 +70,7 @@ struct Profile {
   std::vector<KernelModule> modules;  // modules = [...], included files first, each name once
   std::vector<DeviceSetting> cpu;     // [cpu]: each key once, a later file's value wins
   std::vector<BlockRule> block;       // [block."GLOB"] tables, included files first
+  std::optional<BootSettings> boot;   // [boot]: absent, the switch leaves the boot drop-in alone
 
   [[nodiscard]] const Knob *find(std::string_view key) const;
 };

@@ -402,7 +402,7 @@ Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const st
       }
     } else if (k == "sched") {
       // [[sched.rule]] tables: validated in pass 3 (sched_rules.cpp).
-    } else if (k == "cpu" || k == "block") {
+    } else if (k == "cpu" || k == "block" || k == "boot") {
       if (!v.is_table()) {
         return input_error(at + ": [" + std::string(k.str()) + "] must be a table" +
                            (k == "block" ? " of [block.\"GLOB\"] tables" : ""));
@@ -418,7 +418,7 @@ Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const st
     } else {
       return input_error(at + ": unknown key '" + std::string(k.str()) +
                          "' (expected description, include, modules, [sysctl], [sysfs], [cpu], [block.\"GLOB\"], "
-                         "[nic.\"GLOB\"], [[sched.rule]])");
+                         "[nic.\"GLOB\"], [[sched.rule]], [boot])");
     }
   }
   return includes;
@@ -593,6 +593,22 @@ Status merge_sections(const toml::table &doc, const std::string &display, Profil
     if (auto st = merge_modules(*mods, display, out); !st) {
       return st;
     }
+  }
+  if (const auto *boot = doc["boot"].as_table()) {
+    BootSettings b{"feeder", where(display, boot->source())};
+    for (const auto &[k, v] : *boot) {
+      const std::string at = where(display, k.source());
+      if (k != "isolate") {
+        return input_error(at + ": [boot] unknown key '" + std::string(k.str()) + "' (expected isolate)");
+      }
+      const auto *s = v.as_string();
+      if (s == nullptr || s->get().empty() || s->get().size() > 256) {
+        return input_error(at + ": [boot] isolate must be a cpulist, a plan role (feeder, feeder:N, workers) or "
+                                "\"none\"");
+      }
+      b.isolate = s->get();
+    }
+    out.boot = b;
   }
   if (const auto *cpu = doc["cpu"].as_table()) {
     if (auto st = parse_cpu_table(*cpu, display, out.cpu); !st) {

@@ -69,14 +69,14 @@ std::unique_ptr<NicBackend> nic_backend(const Sysroot &root, const NodeSeams &se
 ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams)
     : profile_(profile), root_(root), backend_(backend), modules_(profile, root, seams.modules),
       knobs_(profile, root, backend), nic_(profile, root, seams.nic ? seams.nic() : nullptr),
-      sched_(profile, root, seams.sched) {}
+      sched_(profile, root, seams.sched), boot_(profile, root) {}
 
 Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
   auto lock = NodeLock::acquire_if(root_, !opt.dry_run);
   if (!lock) {
     return lock.error();
   }
-  const std::array<Step *, 4> steps{&modules_, &knobs_, &nic_, &sched_};
+  const std::array<Step *, 5> steps{&modules_, &knobs_, &nic_, &sched_, &boot_};
   auto r = run_transaction(steps, opt);
   if (r && !opt.dry_run && backend_ == Backend::kernel) {
     // The module's uevent wakes the follower: it has nothing left to do.

@@ -515,6 +515,9 @@ std::vector<GpuPlan> pair_gpus_with_nics(const Topology &topo) {
 }
 
 Result<CpuSet> resolve_cpuset(std::string_view spec, const CpuPlan &plan) {
+  if (spec == "none") {
+    return CpuSet{};
+  }
   if (spec == "feeder") {
     return plan.feeder;
   }
