@@ -6,8 +6,8 @@
  * Knob files are opened like the kernel applies sysctl.*= boot arguments
  * (fs/proc/proc_sysctl.c, process_sysctl_arg()): through private kernel
  * mounts of proc and sysfs and file_open_root_mnt(). The mounts are made
- * on the module's ordered workqueue, which also runs every knob access of
- * a profile switch: such code uses the init credentials (init_cred: all
+ * on the module's workqueue, which also runs every knob access of a
+ * profile switch: such code uses the init credentials (init_cred: all
  * capabilities, kernel SELinux/AppArmor context), the initial network
  * namespace (for /proc/sys/net and sysfs net tags) and the initial pid
  * namespace, whatever namespaces and credentials the writer of the sysfs
@@ -113,7 +113,11 @@ int mltune_call(int (*fn)(void *arg), void *arg)
 	struct mltune_call c = { .fn = fn, .arg = arg };
 
 	INIT_WORK_ONSTACK(&c.work, mltune_call_fn);
-	queue_work(mltune_wq, &c.work);
+	/*
+	 * On this CPU's worker: the caller sleeps in flush_work() until it is
+	 * done, so the worker runs at once, with no wake-up of another CPU.
+	 */
+	queue_work_on(raw_smp_processor_id(), mltune_wq, &c.work);
 	flush_work(&c.work);
 	destroy_work_on_stack(&c.work);
 	return c.ret;
@@ -152,7 +156,12 @@ int mltune_common_init(void)
 {
 	int ret;
 
-	mltune_wq = alloc_ordered_workqueue("mltune", 0);
+	/*
+	 * Per CPU, so that a call runs on the caller's CPU; callers are
+	 * serialized by mltune_lock (or are module init), so no ordering is
+	 * needed of the workqueue itself.
+	 */
+	mltune_wq = alloc_workqueue("mltune", 0, 1);
 	if (!mltune_wq)
 		return -ENOMEM;
 	ret = mltune_call(mltune_mount, NULL);
