@@ -161,7 +161,7 @@ int mltune_common_init(void)
 	 * serialized by mltune_lock (or are module init), so no ordering is
 	 * needed of the workqueue itself.
 	 */
-	mltune_wq = alloc_workqueue("mltune", 0, 1);
+	mltune_wq = alloc_workqueue("mltune", WQ_PERCPU, 1);
 	if (!mltune_wq)
 		return -ENOMEM;
 	ret = mltune_call(mltune_mount, NULL);

@@ -37,6 +37,11 @@
 	kobject_init_and_add(kobj, (void *)(ktype), parent, fmt, ##__VA_ARGS__)
 #endif
 
+#ifndef MLTUNE_HAVE_WQ_PERCPU
+/* Before 6.17 a workqueue without WQ_UNBOUND was per CPU by default. */
+#define WQ_PERCPU 0
+#endif
+
 #ifndef MLTUNE_HAVE_FILE_OPEN_ROOT_MNT
 static inline struct file *file_open_root_mnt(struct vfsmount *mnt,
 					      const char *name, int flags,

@@ -42,6 +42,7 @@ std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root) {
 
 std::vector<ProfileSetting> profile_settings(const Profile &p) {
   std::vector<ProfileSetting> out;
+  out.reserve(p.knobs.size() + p.cpu.size() + p.sched_rules.size());
   for (const auto &k : p.knobs) {
     out.push_back({"knobs", k.key, k.wanted(), k.origin});
   }
