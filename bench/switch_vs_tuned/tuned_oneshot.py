@@ -13,6 +13,7 @@ consts.ACTIVE_PROFILE_FILE = scratch + "/active_profile"
 consts.PROFILE_MODE_FILE = scratch + "/profile_mode"
 consts.POST_LOADED_PROFILE_FILE = scratch + "/post_loaded_profile"
 consts.PERSISTENT_STORAGE_DIR = scratch + "/storage"
+consts.MODULES_FILE = scratch + "/modprobe-tuned.conf"  # the modules plugin's modprobe.d file
 sys.argv = ["tuned", "--profile", profile, "--no-dbus", "--no-socket", "--pid", scratch + "/tuned.pid"]
 with open("/usr/sbin/tuned", encoding="utf-8") as f:
     exec(compile(f.read(), "/usr/sbin/tuned", "exec"))  # pylint: disable=exec-used

@@ -79,6 +79,9 @@ struct ThreadInfo {
 
 // The first rule that matches `t`, or null.
 const SchedRule *sched_match(const std::vector<SchedRule> &rules, const ThreadInfo &t);
+// Whether some rule could match a thread called `comm` (the name is the one
+// thing every rule tests): scans read the rest of a thread only then.
+bool sched_name_matches(const std::vector<SchedRule> &rules, std::string_view comm);
 
 // The node operations the scheduler code needs.  LiveSchedSystem is the real
 // one (procfs through the Sysroot, sched_{get,set}attr syscalls, cgroupfs).
@@ -89,6 +92,14 @@ public:
   [[nodiscard]] virtual std::vector<int> pids() const = 0;
   [[nodiscard]] virtual std::vector<int> tids(int pid) const = 0;
   [[nodiscard]] virtual Result<ThreadInfo> thread(int pid, int tid) const = 0;
+  // The thread's name alone (what a scan tests first); thread()'s by default.
+  [[nodiscard]] virtual Result<std::string> comm(int pid, int tid) const {
+    auto t = thread(pid, tid);
+    if (!t) {
+      return t.error();
+    }
+    return std::move(t->comm);
+  }
   [[nodiscard]] virtual Result<SchedAttr> get(int tid) const = 0;
   // Errors keep the errno (ESRCH: thread gone, EBUSY: admission, EPERM, ...).
   [[nodiscard]] virtual Status set(int tid, const SchedAttr &a) = 0;

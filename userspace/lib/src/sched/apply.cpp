@@ -104,6 +104,17 @@ public:
     return t;
   }
 
+  [[nodiscard]] Result<std::string> comm(int pid, int tid) const override {
+    auto comm = root_.read("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
+    if (!comm) {
+      return failure("thread " + std::to_string(tid) + " is gone", ESRCH);
+    }
+    if (!comm->empty() && comm->back() == '\n') {
+      comm->pop_back();
+    }
+    return std::move(*comm);
+  }
+
   [[nodiscard]] Result<SchedAttr> get(int tid) const override {
     if (!root_.is_live()) {
       return fake_get(tid);
@@ -732,10 +743,15 @@ namespace {
 
 Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, const SchedOptions &opt) {
   SchedReport rep;
-  Ledger ledger = detail::admission_ledger(sys, opt);
-  // Admission for the whole request, per root domain, before touching anything.
-  detail::assign_domains(ledger, plans);
-  detail::refuse_overbooked(ledger, plans, rep);
+  // Admission for the whole request, per root domain, before touching
+  // anything; only DEADLINE asks for it (the ledger reads every thread).
+  Ledger ledger;
+  if (std::any_of(plans.begin(), plans.end(),
+                  [](const ThreadPlan &p) { return p.want.policy == SchedPolicy::deadline; })) {
+    ledger = detail::admission_ledger(sys, opt);
+    detail::assign_domains(ledger, plans);
+    detail::refuse_overbooked(ledger, plans, rep);
+  }
   // Deferred (watcher): the state file is written by sched_state_flush, off
   // the event path; what this run did is queued for it.
   State st;
@@ -755,6 +771,9 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
 
 Result<ThreadPlan> plan_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
                                const SchedOptions &opt, std::map<std::string, std::string> &placements) {
+  if (auto c = sys.comm(pid, tid); !c || !sched_name_matches(rules, *c)) {
+    return failure("no rule");
+  }
   auto t = sys.thread(pid, tid);
   if (!t) {
     return t.error();
@@ -1063,6 +1082,16 @@ std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector
   std::vector<int> pids = pid ? std::vector<int>{*pid} : sys.pids();
   for (int p : pids) {
     for (int tid : sys.tids(p)) {
+      // Only a thread some rule could name, or one the state file records,
+      // is read in full.
+      const bool recorded =
+          std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) { return e.tid == tid; });
+      if (!recorded) {
+        auto c = sys.comm(p, tid);
+        if (!c || !sched_name_matches(rules, *c)) {
+          continue;
+        }
+      }
       auto t = sys.thread(p, tid);
       if (!t) {
         continue;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fnmatch.h>
+#include <map>
+#include <optional>
 #include <regex>
 
 namespace mltune {
@@ -243,15 +245,38 @@ double SchedAttr::bandwidth() const {
   return static_cast<double>(runtime) / static_cast<double>(period);
 }
 
+namespace {
+
+// Compiled thread_regex patterns: a scan tests every thread of the node
+// against every rule, and compiling a std::regex costs far more than
+// matching one.  Per thread, so no lock; an invalid pattern (refused when a
+// profile loads) is kept as nullopt and matches nothing.
+const std::optional<std::regex> &compiled(const std::string &pattern) {
+  thread_local std::map<std::string, std::optional<std::regex>, std::less<>> cache;
+  auto it = cache.find(pattern);
+  if (it == cache.end()) {
+    std::optional<std::regex> re;
+    try {
+      re.emplace(pattern);
+    } catch (const std::regex_error &) {
+    }
+    it = cache.emplace(pattern, std::move(re)).first;
+  }
+  return it->second;
+}
+
+} // namespace
+
 bool SchedRule::matches_name(std::string_view comm) const {
   if (!thread_regex.empty()) {
-    try {
-      return std::regex_match(std::string(comm), std::regex(thread_regex));
-    } catch (const std::regex_error &) {
-      return false;
-    }
+    const auto &re = compiled(thread_regex);
+    return re && std::regex_match(comm.begin(), comm.end(), *re);
   }
   return glob_match(thread, comm);
+}
+
+bool sched_name_matches(const std::vector<SchedRule> &rules, std::string_view comm) {
+  return std::any_of(rules.begin(), rules.end(), [&](const SchedRule &r) { return r.matches_name(comm); });
 }
 
 const SchedRule *sched_match(const std::vector<SchedRule> &rules, const ThreadInfo &t) {
