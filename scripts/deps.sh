@@ -18,7 +18,7 @@ BASE_PKGS=(
 	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy-16
 	ethtool iproute2 procps util-linux tuned jq strace
 	debhelper dh-dkms dpkg-dev fakeroot lintian qemu-utils e2fsprogs
-	linux-perf
+	linux-perf prometheus
 )
 BACKPORTS_PKGS=(libbpf-dev bpftool)
 

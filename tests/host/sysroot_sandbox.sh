@@ -42,7 +42,8 @@ cmds=(
 	"profile list" "profile show training" "profile check $FIX/check.toml"
 	"audit" "--json audit" "verify training" "--json verify inference" "diff training inference"
 	"--dry-run switch training" "switch training" "switch inference" "active" "--json status"
-	"recommend" "off" "switch training" "switch baseline" "off"
+	"recommend" "metrics" "metrics -o /var/lib/prometheus/node-exporter/mltune.prom"
+	"off" "switch training" "switch baseline" "off"
 	"persist --profile training" "config show" "config check" "--dry-run config apply" "persist --remove"
 	"topology" "--json topology" "plan" "exec --gpu 0 --dry-run -- true"
 	"boot show" "boot apply" "boot verify" "boot remove"
@@ -53,7 +54,7 @@ cmds=(
 	"pool status" "noise --duration 0.2 --probe proc" "drift status"
 )
 echo "TAP version 13"
-echo "1..${#cmds[@]}"
+echo "1..$((${#cmds[@]} + 1))"
 n=0 pass=0 fail=0
 outside() { # outside LOG: paths, sockets and programs outside the tree, one a line
 	awk -v fix="$FIX" -v self="$M" '
@@ -87,5 +88,37 @@ for c in "${cmds[@]}"; do
 		fail=$((fail + 1))
 	fi
 done
+# The metrics are valid for Prometheus (promtool, Debian's prometheus
+# package) and follow a switch: the active profile's series and the state
+# of its domains change with it.
+n=$((n + 1))
+if ! command -v promtool >/dev/null; then
+	echo "not ok $n metrics: promtool is not installed (scripts/deps.sh installs prometheus)"
+	fail=$((fail + 1))
+else
+	prom=$FIX/var/lib/prometheus/node-exporter/mltune.prom
+	bad=""
+	"$M" --sysroot "$FIX" off >/dev/null 2>&1
+	"$M" --sysroot "$FIX" metrics -o /var/lib/prometheus/node-exporter/mltune.prom || bad="metrics -o failed"
+	before=$(cat "$prom" 2>/dev/null)
+	promtool check metrics <"$prom" >"$T/lint" 2>&1 || bad="$bad; promtool (off): $(head -c 300 "$T/lint")"
+	grep -q '^mltune_profile_active' "$prom" && bad="$bad; a profile is active after off"
+	grep -q '^mltune_in_line 0$' "$prom" || bad="$bad; in_line is not 0 after off"
+	"$M" --sysroot "$FIX" switch training >/dev/null 2>&1 || bad="$bad; switch training failed"
+	"$M" --sysroot "$FIX" metrics -o /var/lib/prometheus/node-exporter/mltune.prom || bad="$bad; metrics -o failed"
+	promtool check metrics <"$prom" >"$T/lint" 2>&1 || bad="$bad; promtool (training): $(head -c 300 "$T/lint")"
+	grep -q '^mltune_profile_active{profile="training",backend="direct"} 1$' "$prom" ||
+		bad="$bad; no mltune_profile_active for training"
+	grep -q '^mltune_domain_state{domain="knobs",state="applied"} 1$' "$prom" || bad="$bad; knobs not applied"
+	[ "$before" != "$(cat "$prom")" ] || bad="$bad; the metrics did not change with the switch"
+	"$M" --sysroot "$FIX" off >/dev/null 2>&1
+	if [ -z "$bad" ]; then
+		echo "ok $n metrics: promtool check metrics passes, and the series follow off and switch training"
+		pass=$((pass + 1))
+	else
+		echo "not ok $n metrics:$bad"
+		fail=$((fail + 1))
+	fi
+fi
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
 [ "$fail" = 0 ]

@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch off active status recommend persist nic topology plan exec boot sched watch pool feeder noise drift config"
+	local commands="profile audit verify diff switch off active status recommend metrics follow persist nic topology plan exec boot sched watch pool feeder noise drift config"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -31,6 +31,7 @@ _mltunectl() {
 	--profile | -p) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); return ;;
 	--probe) COMPREPLY=($(compgen -W "auto bpf proc" -- "$cur")); return ;;
 	--path) _filedir; return ;;
+	--output | -o) _filedir prom; return ;;
 	--mempolicy) COMPREPLY=($(compgen -W "bind preferred none" -- "$cur")); return ;;
 	--nvml) COMPREPLY=($(compgen -W "none" -- "$cur")); _filedir so; return ;;
 	esac
@@ -49,6 +50,8 @@ _mltunectl() {
 		watch) opts+=" --profile --pid --feeder --duration --rt-priority" ;;
 		nic) [[ $sub == show ]] && opts+=" --feeder" || opts+=" --profile --set --feeder --skip-unsupported" ;;
 		plan) opts+=" --gpus-per-rank --feeder-cores-per-gpu" ;;
+		metrics) opts+=" --output" ;;
+		follow) opts+=" --listen" ;;
 		boot) [[ $sub == remove ]] || opts+=" --profile --isolate --gpus-per-rank --feeder-cores-per-gpu" ;;
 		esac
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -74,7 +74,7 @@ void register_pool(CLI::App &app, Context &ctx);   // pool status|reserve|releas
 void register_config(CLI::App &app, Context &ctx); // config show|check|apply|revert|watcher
 void register_noise(CLI::App &app, Context &ctx);  // noise
 void register_drift(CLI::App &app, Context &ctx);  // drift start|stop|status|show
-void register_node(CLI::App &app, Context &ctx);   // off, active (status), recommend, follow
+void register_node(CLI::App &app, Context &ctx);   // off, active (status), recommend, follow, metrics
 
 // The CPUs `noise` watches: "" every online CPU (an empty set), "feeder" the
 // active feeder cores (else the plan's), or a cpulist or plan role.

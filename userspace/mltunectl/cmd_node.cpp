@@ -2,6 +2,7 @@
 // as one unit (mltune/node.hpp, mltune/recommend.hpp).
 #include "cli.hpp"
 
+#include "mltune/metrics.hpp"
 #include "mltune/node.hpp"
 #include "mltune/recommend.hpp"
 #include "mltune/topology.hpp"
@@ -84,6 +85,44 @@ void run_active(Context &ctx) {
                << "'\n";
     }
   }
+}
+
+// The node state as Prometheus metrics, on stdout or atomically replacing
+// FILE (a node path: under --sysroot, the tree's), which node_exporter's
+// textfile collector reads without ever seeing half a file.
+void run_metrics(Context &ctx, const std::string &output) {
+  if (!output.empty() && (output.front() != '/' || !output.ends_with(".prom"))) {
+    return ctx.fail(input_error("metrics --output '" + output +
+                                "': an absolute path ending in .prom (the textfile collector reads only those)"));
+  }
+  auto st = node_status(ctx.root());
+  if (!st) {
+    return ctx.fail(st.error());
+  }
+  const auto families = node_metrics(*st, MLTUNE_VERSION);
+  if (!output.empty()) {
+    if (auto w = ctx.root().write_file(output, prometheus_text(families), false); !w) {
+      return ctx.fail(with_context(w.error(), "metrics --output"));
+    }
+    if (ctx.json) {
+      return ctx.emit({{"output", output}, {"families", families.size()}});
+    }
+    return;
+  }
+  if (ctx.json) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto &f : families) {
+      for (const auto &smp : f.samples) {
+        nlohmann::json labels = nlohmann::json::object();
+        for (const auto &[k, v] : smp.labels) {
+          labels[k] = v;
+        }
+        a.push_back({{"name", f.name}, {"labels", labels}, {"value", smp.value}});
+      }
+    }
+    return ctx.emit({{"samples", a}});
+  }
+  *ctx.out << prometheus_text(families);
 }
 
 nlohmann::json follow_json(const FollowRecord &r) {
@@ -170,6 +209,13 @@ void register_node(CLI::App &app, Context &ctx) {
   auto listen = std::make_shared<bool>(false);
   follow->add_flag("--listen", *listen, "Follow every switch of the module (uevents) until SIGTERM");
   follow->callback([&ctx, listen] { run_follow(ctx, *listen); });
+  auto *metrics = app.add_subcommand("metrics", "The node state as Prometheus metrics (active profile, state and "
+                                                "differences of each domain), for node_exporter's textfile collector");
+  auto output = std::make_shared<std::string>();
+  metrics->add_option("-o,--output", *output,
+                      "Replace this .prom file atomically instead of printing (e.g. "
+                      "/var/lib/prometheus/node-exporter/mltune.prom)");
+  metrics->callback([&ctx, output] { run_metrics(ctx, *output); });
   auto *rec = app.add_subcommand("recommend", "The profile for this node's hardware (GPUs, RDMA NICs, memory), "
                                               "with the reasons");
   rec->callback([&ctx] { run_recommend(ctx); });

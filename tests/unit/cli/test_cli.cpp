@@ -2,6 +2,7 @@
 #include "fake_sysroot.hpp"
 
 #include "cli.hpp"
+#include "mltune/metrics.hpp"
 #include "mltune/switch.hpp"
 
 #include <gtest/gtest.h>
@@ -168,6 +169,52 @@ TEST_F(Cli, ActiveVerifyOff) {
   EXPECT_TRUE(r.j()["ok"].get<bool>());
   EXPECT_EQ(fake.snapshot(), before);
   EXPECT_FALSE(fake.root().exists(mltune::k_state_file));
+}
+
+// metrics: the exposition format for the textfile collector, one 0/1
+// series per domain and state, following the switch; --output replaces a
+// .prom file of the tree and refuses anything else.
+TEST_F(Cli, MetricsFollowTheSwitch) {
+  auto r = run({"metrics"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("# TYPE mltune_domain_state gauge\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nmltune_in_line 0\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\nmltune_profile_active{"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nmltune_domain_state{domain=\"knobs\",state=\"off\"} 1\n"), std::string::npos);
+  ASSERT_EQ(run({"switch", "training"}).rc, 0);
+  ASSERT_EQ(run({"metrics", "--output", "/var/lib/prometheus/node-exporter/mltune.prom"}).rc, 0);
+  auto file = fake.root().read("/var/lib/prometheus/node-exporter/mltune.prom");
+  ASSERT_TRUE(file) << file.error().message;
+  EXPECT_NE(file->find("\nmltune_profile_active{profile=\"training\",backend=\"direct\"} 1\n"), std::string::npos)
+      << *file;
+  EXPECT_NE(file->find("\nmltune_domain_state{domain=\"knobs\",state=\"applied\"} 1\n"), std::string::npos);
+  EXPECT_NE(file->find("\nmltune_domain_state{domain=\"knobs\",state=\"off\"} 0\n"), std::string::npos);
+  EXPECT_NE(file->find("\nmltune_differences{domain=\"knobs\"} 0\n"), std::string::npos);
+  EXPECT_NE(file->find("\nmltune_in_line 1\n"), std::string::npos) << *file;
+  r = run({"--json", "metrics"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  bool active = false;
+  const auto samples = r.j()["samples"];
+  for (const auto &smp : samples) {
+    active |= smp["name"] == "mltune_profile_active" && smp["labels"]["profile"] == "training" && smp["value"] == 1;
+  }
+  EXPECT_TRUE(active) << r.out;
+  for (const char *bad : {"mltune.prom", "/var/lib/prometheus/node-exporter/mltune.txt"}) {
+    r = run({"metrics", "-o", bad});
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_NE(r.err.find(".prom"), std::string::npos) << r.err;
+  }
+  ASSERT_EQ(run({"off"}).rc, 0);
+}
+
+// Label values are escaped as the exposition format asks.
+TEST(Metrics, LabelValuesAreEscaped) {
+  mltune::NodeStatus st;
+  st.profile = "a\"b\\c\nd";
+  st.domains.push_back({"knobs", "applied", ""});
+  const auto text = mltune::prometheus_text(mltune::node_metrics(st, "1"));
+  EXPECT_NE(text.find("mltune_profile_active{profile=\"a\\\"b\\\\c\\nd\",backend=\"direct\"} 1\n"), std::string::npos)
+      << text;
 }
 
 // Rough edges: bad cpulists exit 2, a tree is not this machine's network

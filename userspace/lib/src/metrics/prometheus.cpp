@@ -1,0 +1,122 @@
+// Prometheus metrics of the node state (mltune/metrics.hpp).
+#include "mltune/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace mltune {
+
+namespace {
+
+// The states a domain can be in (node.hpp DomainState, and a follow's
+// result); each domain has one 0/1 series per state (a Prometheus state set),
+// so an alert can match state="drifted" without knowing the others.
+constexpr std::string_view k_states[] = {"applied",   "drifted",     "off",   "pending-reboot",
+                                         "unchecked", "rolled-back", "failed"};
+
+// Domains compared setting by setting with the active profile.
+constexpr std::string_view k_checked_domains[] = {"modules", "knobs", "nic", "sched"};
+
+bool out_of_line(const DomainState &d) {
+  return d.state == "drifted" || d.state == "failed" || d.state == "rolled-back";
+}
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (const char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string format_value(double v) {
+  if (std::isnan(v)) {
+    return "NaN";
+  }
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    return std::to_string(static_cast<long long>(v));
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+} // namespace
+
+std::vector<MetricFamily> node_metrics(const NodeStatus &status, std::string_view version) {
+  std::vector<MetricFamily> out;
+  out.push_back({"mltune_info", "mltune's version (always 1).", "gauge", {{{{"version", std::string(version)}}, 1}}});
+
+  MetricFamily active{
+      "mltune_profile_active", "The active profile and backend (1); no sample when no profile is active.", "gauge", {}};
+  if (!status.profile.empty()) {
+    active.samples.push_back({{{"profile", status.profile}, {"backend", std::string(to_string(status.backend))}}, 1});
+  }
+  out.push_back(std::move(active));
+
+  const bool in_line =
+      !status.profile.empty() && std::none_of(status.domains.begin(), status.domains.end(), out_of_line);
+  out.push_back({"mltune_in_line",
+                 "1 when a profile is active and no domain is drifted, failed or rolled back (what verify checks).",
+                 "gauge",
+                 {{{}, in_line ? 1.0 : 0.0}}});
+
+  MetricFamily state{"mltune_domain_state",
+                     "State of each domain of the node: one series a state, 1 for the domain's current state.",
+                     "gauge",
+                     {}};
+  for (const auto &d : status.domains) {
+    std::vector<std::string_view> states(std::begin(k_states), std::end(k_states));
+    if (std::find(states.begin(), states.end(), d.state) == states.end()) {
+      states.emplace_back(d.state);
+    }
+    for (const auto s : states) {
+      state.samples.push_back({{{"domain", d.domain}, {"state", std::string(s)}}, s == d.state ? 1.0 : 0.0});
+    }
+  }
+  out.push_back(std::move(state));
+
+  MetricFamily diffs{"mltune_differences",
+                     "Settings of the active profile that differ on the node, by domain (optional ones not counted).",
+                     "gauge",
+                     {}};
+  for (const auto dom : k_checked_domains) {
+    const auto n = std::count_if(status.differences.begin(), status.differences.end(),
+                                 [&](const NodeDifference &x) { return x.domain == dom && x.counts; });
+    diffs.samples.push_back({{{"domain", std::string(dom)}}, static_cast<double>(n)});
+  }
+  out.push_back(std::move(diffs));
+  return out;
+}
+
+std::string prometheus_text(const std::vector<MetricFamily> &families) {
+  std::string out;
+  for (const auto &f : families) {
+    out += "# HELP " + f.name + " " + f.help + "\n";
+    out += "# TYPE " + f.name + " " + f.type + "\n";
+    for (const auto &s : f.samples) {
+      out += f.name;
+      if (!s.labels.empty()) {
+        out += "{";
+        for (size_t i = 0; i < s.labels.size(); ++i) {
+          out += (i > 0 ? "," : "") + s.labels[i].first + "=\"" + escape_label(s.labels[i].second) + "\"";
+        }
+        out += "}";
+      }
+      out += " " + format_value(s.value) + "\n";
+    }
+  }
+  return out;
+}
+
+} // namespace mltune
