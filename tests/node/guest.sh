@@ -151,6 +151,30 @@ rest_as_before() {
 		is /sys/kernel/mltune/profile baseline
 }
 restart_applies() { systemctl restart mltune.service && is /sys/kernel/mltune/profile training && feeder_on; }
+# node_exporter's textfile collector (Debian's prometheus-node-exporter, its
+# default directory) serves what mltunectl metrics writes, and the series
+# follow a switch.
+TEXTFILE=/var/lib/prometheus/node-exporter/mltune.prom
+scrape() { # scrape PROFILE: node_exporter serves it as the active profile (within 30 s)
+	i=0
+	while [ $i -lt 60 ]; do
+		curl -sf http://127.0.0.1:9100/metrics >/tmp/scrape && grep -Eq "^mltune_profile_active\{.*profile=\"$1\".*\} 1$" /tmp/scrape &&
+			grep -q '^mltune_in_line 1$' /tmp/scrape && return 0
+		sleep 0.5
+		i=$((i + 1))
+	done
+	grep -E '^mltune_(profile|in_line)|^node_textfile' /tmp/scrape
+	return 1
+}
+exporter_serves_training() {
+	[ "$(systemctl is-active prometheus-node-exporter.service)" = active ] &&
+		mltunectl metrics -o $TEXTFILE && scrape training
+}
+exporter_follows_switch() {
+	mltunectl switch inference && mltunectl metrics -o $TEXTFILE && scrape inference &&
+		mltunectl switch training && mltunectl metrics -o $TEXTFILE && scrape training
+}
+
 purge() {
 	DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mltunectl mltune-dkms >/tmp/purge.log 2>&1 ||
 		{ cat /tmp/purge.log; return 1; }
@@ -197,6 +221,10 @@ booted() {
 	t_check "... the feeder off, the pool as before the boot, the module on baseline" rest_as_before
 	cp "$STATE/good.toml" /etc/mltune/mltune.toml
 	t_check "with the configuration fixed, restart applies it again" restart_applies
+
+	t_check "node_exporter serves mltunectl metrics: training active, in line" exporter_serves_training
+	t_check "... and inference after switch inference, training after switching back" exporter_follows_switch
+	rm -f $TEXTFILE
 
 	t_check "apt purge removes both packages" purge
 	t_check "the module is unloaded" test ! -d /sys/module/mltune
