@@ -1,8 +1,11 @@
 // An in-memory SchedSystem for unit tests: threads with their attributes and
 // cgroups on top of a fake sysroot (for the admission ledger's sysctls,
-// cgroup partitions and the state file).
+// cgroup partitions and the state file).  Built on a FakeSysroot, it also
+// writes each thread's name to the fake procfs, where the watcher's name
+// filter reads it.
 #pragma once
 
+#include "fake_sysroot.hpp"
 #include "mltune/sched.hpp"
 
 #include <cerrno>
@@ -17,18 +20,27 @@ namespace mltune::test {
 class FakeSched final : public SchedSystem {
 public:
   explicit FakeSched(Sysroot root) : root_(std::move(root)) {}
+  explicit FakeSched(const FakeSysroot &fake) : fake_(&fake), root_(fake.root()) {}
 
   void add(int pid, int tid, const std::string &comm, SchedAttr a = {}) {
     ThreadInfo t;
     t.pid = pid;
     t.tid = tid;
-    t.comm = comm;
     t.exe = "/usr/bin/python3";
     t.cmdline = "python3 train.py";
     t.cgroup = "/";
     t.starttime = 1000 + static_cast<uint64_t>(tid);
     threads_[tid] = {t, a};
+    rename(tid, comm);
   }
+  void rename(int tid, const std::string &comm) {
+    auto &t = threads_.at(tid).first;
+    t.comm = comm;
+    if (fake_ != nullptr) {
+      fake_->set("/proc/" + std::to_string(t.pid) + "/task/" + std::to_string(tid) + "/comm", comm + "\n");
+    }
+  }
+  void kill(int tid) { threads_.erase(tid); }
   [[nodiscard]] const SchedAttr &attr(int tid) const { return threads_.at(tid).second; }
   [[nodiscard]] const std::string &cgroup(int tid) const { return threads_.at(tid).first.cgroup; }
 
@@ -72,6 +84,7 @@ public:
       return failure("sched_setattr: Operation not permitted", EPERM);
     }
     ++sets;
+    ++sets_of[tid];
     it->second.second = a;
     return {};
   }
@@ -89,12 +102,14 @@ public:
     return {};
   }
 
-  int sets = 0;
+  int sets = 0;               // set() calls
+  std::map<int, int> sets_of; // set() calls per thread
   int partitions_made = 0;
   std::set<int> refuse; // set() fails with EPERM for these threads
   std::map<std::string, std::string> made;
 
 private:
+  const FakeSysroot *fake_ = nullptr;
   Sysroot root_;
   std::map<int, std::pair<ThreadInfo, SchedAttr>> threads_;
 };

@@ -1,6 +1,7 @@
 // The proc-connector watcher (sched_watch) on scripted events: comm, fork,
 // exec and exit events drive the rules on a fake node, lost events rescan,
 // deferred state records reach the state file, and source errors end it.
+#include "fake_sched.hpp"
 #include "fake_sysroot.hpp"
 
 #include "mltune/profile.hpp"
@@ -13,91 +14,10 @@
 #include <set>
 
 using namespace mltune;
+using mltune::test::FakeSched;
 using mltune::test::FakeSysroot;
 
 namespace {
-
-// Threads in memory; their comm is also written to the fake procfs, where the
-// watcher's name filter reads it.
-class FakeSched final : public SchedSystem {
-public:
-  explicit FakeSched(const FakeSysroot &fake) : fake_(fake), root_(fake.root()) {}
-
-  void spawn(int pid, int tid, const std::string &comm) {
-    ThreadInfo t;
-    t.pid = pid;
-    t.tid = tid;
-    t.exe = "/usr/bin/python3";
-    t.cmdline = "python3 train.py";
-    t.cgroup = "/";
-    t.starttime = 1000 + static_cast<uint64_t>(tid);
-    threads_[tid] = {t, SchedAttr{}};
-    rename(tid, comm);
-  }
-  void rename(int tid, const std::string &comm) {
-    auto &t = threads_.at(tid).first;
-    t.comm = comm;
-    fake_.set("/proc/" + std::to_string(t.pid) + "/task/" + std::to_string(tid) + "/comm", comm + "\n");
-  }
-  void kill(int tid) { threads_.erase(tid); }
-  [[nodiscard]] const SchedAttr &attr(int tid) const { return threads_.at(tid).second; }
-
-  [[nodiscard]] const Sysroot &root() const override { return root_; }
-  [[nodiscard]] std::vector<int> pids() const override {
-    std::set<int> s;
-    for (const auto &[tid, t] : threads_) {
-      s.insert(t.first.pid);
-    }
-    return {s.begin(), s.end()};
-  }
-  [[nodiscard]] std::vector<int> tids(int pid) const override {
-    std::vector<int> out;
-    for (const auto &[tid, t] : threads_) {
-      if (t.first.pid == pid) {
-        out.push_back(tid);
-      }
-    }
-    return out;
-  }
-  [[nodiscard]] Result<ThreadInfo> thread(int pid, int tid) const override {
-    auto it = threads_.find(tid);
-    if (it == threads_.end() || it->second.first.pid != pid) {
-      return failure("gone", ESRCH);
-    }
-    return it->second.first;
-  }
-  [[nodiscard]] Result<SchedAttr> get(int tid) const override {
-    auto it = threads_.find(tid);
-    if (it == threads_.end()) {
-      return failure("gone", ESRCH);
-    }
-    return it->second.second;
-  }
-  Status set(int tid, const SchedAttr &a) override {
-    auto it = threads_.find(tid);
-    if (it == threads_.end()) {
-      return failure("gone", ESRCH);
-    }
-    ++sets[tid];
-    it->second.second = a;
-    return {};
-  }
-  Status move_thread(int tid, const std::string &cg) override {
-    threads_.at(tid).first.cgroup = cg;
-    return {};
-  }
-  Result<std::string> ensure_partition(const std::string & /*cg*/, const std::string & /*cpus*/) override {
-    return std::string("root");
-  }
-  Status remove_partition(const std::string & /*cg*/) override { return {}; }
-
-  std::map<int, int> sets; // sched_setattr calls per tid
-
-private:
-  const FakeSysroot &fake_;
-  Sysroot root_;
-  std::map<int, std::pair<ThreadInfo, SchedAttr>> threads_;
-};
 
 // Plays a script of waits; each step may first change the node (`before`).
 // When the script is over the watcher is told to stop.
@@ -181,66 +101,66 @@ protected:
 };
 
 TEST_F(Watch, CommEventForNcclProxyThreadAppliesTheRuleOnce) {
-  sys.spawn(100, 100, "python3");
-  sys.spawn(100, 101, "python3");
+  sys.add(100, 100, "python3");
+  sys.add(100, 101, "python3");
   src.events({ev(ProcEvent::Kind::comm, 100, 101)}, [&] { sys.rename(101, "NCCL Progress 3"); });
   // The same name again (a second prctl): nothing more to do.
   src.events({ev(ProcEvent::Kind::comm, 100, 101)});
   ASSERT_TRUE(run());
   EXPECT_EQ(sys.attr(101).policy, SchedPolicy::deadline);
   EXPECT_EQ(sys.attr(101).runtime, 500000U);
-  EXPECT_EQ(sys.sets[101], 1);
-  EXPECT_EQ(sys.sets.count(100), 0U); // the main thread keeps its name and policy
+  EXPECT_EQ(sys.sets_of[101], 1);
+  EXPECT_EQ(sys.sets_of.count(100), 0U); // the main thread keeps its name and policy
   EXPECT_TRUE(logged("timing: comm event 100/101"));
   EXPECT_TRUE(logged("watcher stopped"));
   EXPECT_EQ(src.unsubscribed, 1);
 }
 
 TEST_F(Watch, CommEventForOtherNamesTouchesNothing) {
-  sys.spawn(100, 100, "python3");
+  sys.add(100, 100, "python3");
   src.events({ev(ProcEvent::Kind::comm, 100, 100)}, [&] { sys.rename(100, "pt_autograd_0"); });
   ASSERT_TRUE(run());
-  EXPECT_TRUE(sys.sets.empty());
+  EXPECT_TRUE(sys.sets_of.empty());
   EXPECT_FALSE(logged("timing:"));
 }
 
 TEST_F(Watch, InitialScanAppliesToThreadsAlreadyNamed) {
-  sys.spawn(100, 105, "NCCL Progress 0");
+  sys.add(100, 105, "NCCL Progress 0");
   ASSERT_TRUE(run());
   EXPECT_EQ(sys.attr(105).policy, SchedPolicy::deadline);
-  EXPECT_EQ(sys.sets[105], 1);
+  EXPECT_EQ(sys.sets_of[105], 1);
 }
 
 TEST_F(Watch, ForkLooksAtNewProcessesOnly) {
   // A new thread (tid != tgid) inherits its creator's name: left alone.
   src.events({ev(ProcEvent::Kind::fork, 200, 201)}, [&] {
-    sys.spawn(200, 200, "python3");
-    sys.spawn(200, 201, "NCCL Progress 1");
+    sys.add(200, 200, "python3");
+    sys.add(200, 201, "NCCL Progress 1");
   });
   // A new process named like a proxy thread: applied.
-  src.events({ev(ProcEvent::Kind::fork, 300, 300)}, [&] { sys.spawn(300, 300, "NCCL Progress 2"); });
+  src.events({ev(ProcEvent::Kind::fork, 300, 300)}, [&] { sys.add(300, 300, "NCCL Progress 2"); });
   ASSERT_TRUE(run());
-  EXPECT_EQ(sys.sets.count(201), 0U);
+  EXPECT_EQ(sys.sets_of.count(201), 0U);
   EXPECT_EQ(sys.attr(201).policy, SchedPolicy::other);
-  EXPECT_EQ(sys.sets[300], 1);
+  EXPECT_EQ(sys.sets_of[300], 1);
 }
 
 TEST_F(Watch, ExecLooksAtEveryThreadOfTheProcess) {
   src.events({ev(ProcEvent::Kind::exec, 400, 400)}, [&] {
-    sys.spawn(400, 400, "python3");
-    sys.spawn(400, 401, "NCCL Progress 0");
-    sys.spawn(400, 402, "NCCL Progress 1");
+    sys.add(400, 400, "python3");
+    sys.add(400, 401, "NCCL Progress 0");
+    sys.add(400, 402, "NCCL Progress 1");
   });
   ASSERT_TRUE(run());
-  EXPECT_EQ(sys.sets[401], 1);
-  EXPECT_EQ(sys.sets[402], 1);
-  EXPECT_EQ(sys.sets.count(400), 0U);
+  EXPECT_EQ(sys.sets_of[401], 1);
+  EXPECT_EQ(sys.sets_of[402], 1);
+  EXPECT_EQ(sys.sets_of.count(400), 0U);
 }
 
 // A managed thread that renames itself is still timed (it is known); after
 // its exit event the watcher has forgotten it.
 TEST_F(Watch, ManagedThreadIsKnownUntilItExits) {
-  sys.spawn(100, 101, "python3");
+  sys.add(100, 101, "python3");
   src.events({ev(ProcEvent::Kind::comm, 100, 101)}, [&] { sys.rename(101, "NCCL Progress 0"); });
   src.events({ev(ProcEvent::Kind::comm, 100, 101)}, [&] { sys.rename(101, "renamed"); });
   ASSERT_TRUE(run());
@@ -250,7 +170,7 @@ TEST_F(Watch, ManagedThreadIsKnownUntilItExits) {
 }
 
 TEST_F(Watch, ExitEventForgetsTheThread) {
-  sys.spawn(100, 101, "python3");
+  sys.add(100, 101, "python3");
   src.events({ev(ProcEvent::Kind::comm, 100, 101)}, [&] { sys.rename(101, "NCCL Progress 0"); });
   src.events({ev(ProcEvent::Kind::exit, 100, 101)});
   // The TID comes back (reused) under a name no rule wants.
@@ -259,21 +179,21 @@ TEST_F(Watch, ExitEventForgetsTheThread) {
   EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
                           [](const std::string &l) { return l.starts_with("timing: comm event 100/101"); }),
             1);
-  EXPECT_EQ(sys.sets[101], 1);
+  EXPECT_EQ(sys.sets_of[101], 1);
 }
 
 TEST_F(Watch, LostEventsRescanEveryThread) {
   ProcEventBatch lost;
   lost.lost = true;
   // Named while events were being dropped: only the rescan can see it.
-  src.push({[&] { sys.spawn(500, 501, "NCCL Progress 0"); }, lost});
+  src.push({[&] { sys.add(500, 501, "NCCL Progress 0"); }, lost});
   ASSERT_TRUE(run());
   EXPECT_TRUE(logged("events lost (ENOBUFS)"));
-  EXPECT_EQ(sys.sets[501], 1);
+  EXPECT_EQ(sys.sets_of[501], 1);
 }
 
 TEST_F(Watch, EventAppliesReachTheStateFile) {
-  sys.spawn(100, 101, "python3");
+  sys.add(100, 101, "python3");
   src.events({ev(ProcEvent::Kind::comm, 100, 101)}, [&] { sys.rename(101, "NCCL Progress 0"); });
   ASSERT_TRUE(run());
   const std::string state = fake.get(std::string(k_sched_state_path));
@@ -281,7 +201,7 @@ TEST_F(Watch, EventAppliesReachTheStateFile) {
 }
 
 TEST_F(Watch, SourceErrorEndsTheWatcherAndKeepsTheRecords) {
-  sys.spawn(100, 101, "python3");
+  sys.add(100, 101, "python3");
   src.events({ev(ProcEvent::Kind::comm, 100, 101)}, [&] { sys.rename(101, "NCCL Progress 0"); });
   src.push({{}, sys_error("proc connector: recv", EIO)});
   auto st = run();
@@ -296,9 +216,9 @@ TEST_F(Watch, SourceErrorEndsTheWatcherAndKeepsTheRecords) {
 // fill the default domain (4 CPUs x 0.95); an 8th thread gets its fallback.
 TEST_F(Watch, CachedLedgerRefusesBeyondTheLimit) {
   for (int i = 1; i <= 7; ++i) {
-    sys.spawn(100, 100 + i, "NCCL Progress " + std::to_string(i));
+    sys.add(100, 100 + i, "NCCL Progress " + std::to_string(i));
   }
-  src.events({ev(ProcEvent::Kind::comm, 100, 120)}, [&] { sys.spawn(100, 120, "NCCL Progress 8"); });
+  src.events({ev(ProcEvent::Kind::comm, 100, 120)}, [&] { sys.add(100, 120, "NCCL Progress 8"); });
   ASSERT_TRUE(run());
   EXPECT_EQ(sys.attr(107).policy, SchedPolicy::deadline);
   EXPECT_EQ(sys.attr(120).policy, SchedPolicy::other);
@@ -309,11 +229,11 @@ TEST_F(Watch, CachedLedgerRefusesBeyondTheLimit) {
 // cached ledger at once, so the next thread is admitted without a rescan.
 TEST_F(Watch, ExitGivesBandwidthBackToTheCachedLedger) {
   for (int i = 1; i <= 7; ++i) {
-    sys.spawn(100, 100 + i, "NCCL Progress " + std::to_string(i));
+    sys.add(100, 100 + i, "NCCL Progress " + std::to_string(i));
   }
   src.events({ev(ProcEvent::Kind::exit, 100, 101), ev(ProcEvent::Kind::comm, 100, 120)}, [&] {
     sys.kill(101);
-    sys.spawn(100, 120, "NCCL Progress 8");
+    sys.add(100, 120, "NCCL Progress 8");
   });
   ASSERT_TRUE(run());
   EXPECT_EQ(sys.attr(120).policy, SchedPolicy::deadline);
