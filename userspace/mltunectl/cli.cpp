@@ -57,7 +57,7 @@ constexpr Subcommand k_subcommands[] = {
     {"pool", register_pool},       {"config", register_config},     {"exec", register_exec},
     {"noise", register_noise},     {"drift", register_drift},       {"off", register_node},
     {"active", register_node},     {"status", register_node},       {"recommend", register_node},
-    {"follow", register_node},     {"metrics", register_node},
+    {"follow", register_node},     {"metrics", register_node},      {"conformance", register_node},
 };
 
 // Registering every subcommand's options costs more than the work of a

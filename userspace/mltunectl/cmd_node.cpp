@@ -74,7 +74,10 @@ void run_active(Context &ctx) {
     return ctx.emit({{"profile", st->profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(st->profile)},
                      {"backend", to_string(st->backend)},
                      {"domains", domains_json(st->domains)},
-                     {"differences", diffs}});
+                     {"differences", diffs},
+                     {"in_line", st->in_line()},
+                     {"conformance", st->conformance().empty() ? nlohmann::json(nullptr)
+                                                               : nlohmann::json(st->conformance())}});
   }
   *ctx.out << "profile: " << (st->profile.empty() ? "none" : st->profile) << " (" << to_string(st->backend)
            << " backend)\n";
@@ -84,6 +87,35 @@ void run_active(Context &ctx) {
       *ctx.out << "  - " << d.domain << " " << d.key << ": current '" << d.current << "', expected '" << d.expected
                << "'\n";
     }
+  }
+}
+
+// What a scheduler matches nodes on: the fingerprint of the active profile,
+// printed only while every domain is in line with it.
+void run_conformance(Context &ctx) {
+  auto st = node_status(ctx.root());
+  if (!st) {
+    return ctx.fail(st.error());
+  }
+  const std::string c = st->conformance();
+  ctx.rc = c.empty() ? k_exit_failed : k_exit_ok;
+  if (ctx.json) {
+    return ctx.emit({{"profile", st->profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(st->profile)},
+                     {"in_line", st->in_line()},
+                     {"hash", c.empty() ? nlohmann::json(nullptr) : nlohmann::json(c)}});
+  }
+  if (!c.empty()) {
+    *ctx.out << c << "\n";
+  } else if (st->profile.empty()) {
+    *ctx.err << "mltunectl: no profile is active\n";
+  } else {
+    std::string out_of_line;
+    for (const auto &d : st->domains) {
+      if (d.state == "drifted" || d.state == "failed" || d.state == "rolled-back") {
+        out_of_line += (out_of_line.empty() ? "" : ", ") + d.domain + " " + d.state;
+      }
+    }
+    *ctx.err << "mltunectl: the node is not in line with '" << st->profile << "' (" << out_of_line << ")\n";
   }
 }
 
@@ -216,6 +248,10 @@ void register_node(CLI::App &app, Context &ctx) {
                       "Replace this .prom file atomically instead of printing (e.g. "
                       "/var/lib/prometheus/node-exporter/mltune.prom)");
   metrics->callback([&ctx, output] { run_metrics(ctx, *output); });
+  auto *conf = app.add_subcommand("conformance", "The active profile's content hash while the node is in line with "
+                                                 "it (exit 0), for node labels and scheduler features; exit 1 when "
+                                                 "no profile is active or the node drifted");
+  conf->callback([&ctx] { run_conformance(ctx); });
   auto *rec = app.add_subcommand("recommend", "The profile for this node's hardware (GPUs, RDMA NICs, memory), "
                                               "with the reasons");
   rec->callback([&ctx] { run_recommend(ctx); });

@@ -217,10 +217,10 @@ void run_watch(Context &ctx, const SchedArgs &args) {
   if (!p) {
     return ctx.fail(p.error());
   }
-  if (!ctx.root().is_live()) {
-    return ctx.fail(input_error("--sysroot " + ctx.sysroot +
-                                ": the watcher follows this machine's processes over the proc connector and runs "
-                                "SCHED_FIFO here; it watches only the live node (run it without --sysroot)"));
+  // The watcher follows the node's processes over the proc connector
+  // (init PID and network namespace only) and sets their policies.
+  if (auto st = ctx.root().require_namespaces("watch", {"pid", "net"}); !st) {
+    return ctx.fail(st.error());
   }
   auto sys = make_live_sched_system(ctx.root());
   g_stop = false;

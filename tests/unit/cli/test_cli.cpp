@@ -2,6 +2,7 @@
 #include "fake_sysroot.hpp"
 
 #include "cli.hpp"
+#include "mltune/compare.hpp"
 #include "mltune/metrics.hpp"
 #include "mltune/switch.hpp"
 
@@ -207,6 +208,61 @@ TEST_F(Cli, MetricsFollowTheSwitch) {
   ASSERT_EQ(run({"off"}).rc, 0);
 }
 
+// conformance: the profile's content hash while the node is in line, the
+// same in metrics and active --json; exit 1 with the reason once a knob
+// drifted or no profile is active. Only content counts, not its origin.
+TEST_F(Cli, ConformanceIsTheHashWhileInLine) {
+  auto r = run({"conformance"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("no profile is active"), std::string::npos) << r.err;
+  ASSERT_EQ(run({"switch", "training"}).rc, 0);
+  r = run({"conformance"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  ASSERT_EQ(r.out.size(), 9U) << r.out;
+  const std::string hash = r.out.substr(0, 8);
+  EXPECT_EQ(hash.find_first_not_of("0123456789abcdef"), std::string::npos) << hash;
+  r = run({"--json", "active"});
+  EXPECT_EQ(r.j()["conformance"], hash) << r.out;
+  EXPECT_TRUE(r.j()["in_line"].get<bool>());
+  r = run({"metrics"});
+  EXPECT_NE(r.out.find("\nmltune_conformance_info{profile=\"training\",hash=\"" + hash + "\"} 1\n"),
+            std::string::npos)
+      << r.out;
+  fake.set("/proc/sys/vm/swappiness", "60");
+  r = run({"conformance"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("knobs drifted"), std::string::npos) << r.err;
+  r = run({"--json", "conformance"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(r.j()["hash"].is_null());
+  EXPECT_EQ(run({"metrics"}).out.find("\nmltune_conformance_info{"), std::string::npos);
+  ASSERT_EQ(run({"switch", "inference"}).rc, 0);
+  r = run({"conformance"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.substr(0, 8), hash);
+  ASSERT_EQ(run({"off"}).rc, 0);
+}
+
+TEST(Conformance, OnlyContentCounts) {
+  mltune::Profile a;
+  a.name = "site";
+  mltune::Knob k;
+  k.key = "vm.swappiness";
+  k.value = "1";
+  k.origin = "a.toml:3";
+  a.knobs.push_back(k);
+  mltune::Profile b = a;
+  b.knobs[0].origin = "b.toml:40";
+  EXPECT_EQ(mltune::profile_fingerprint(a), mltune::profile_fingerprint(b));
+  b.knobs[0].value = "10";
+  EXPECT_NE(mltune::profile_fingerprint(a), mltune::profile_fingerprint(b));
+  b = a;
+  b.name = "sit";
+  b.knobs[0].key = "evm.swappiness";
+  EXPECT_NE(mltune::profile_fingerprint(a), mltune::profile_fingerprint(b));
+}
+
 // Label values are escaped as the exposition format asks.
 TEST(Metrics, LabelValuesAreEscaped) {
   mltune::NodeStatus st;
@@ -229,7 +285,7 @@ TEST_F(Cli, RefusesWhatTheTreeCannotBe) {
   EXPECT_NE(r.err.find("over netlink"), std::string::npos) << r.err;
   r = run({"sched", "watch", "--profile", "training"});
   EXPECT_EQ(r.rc, 2);
-  EXPECT_NE(r.err.find("only the live node"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a running node"), std::string::npos) << r.err;
   r = run({"verify", "nosuch"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("(available: "), std::string::npos) << r.err;
@@ -351,4 +407,29 @@ TEST_F(Cli, ConfigCheckAndApplyExitCodes) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("knobs: baseline (direct backend"), std::string::npos) << r.out;
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "60");
+}
+
+// Container mode: a node's root (it has /proc/1/ns) whose network namespace
+// is this process's but whose PID namespace is not (a container without
+// hostPID) gets a refusal naming what is missing, and nothing is applied.
+TEST_F(Cli, ContainerWithoutTheNodesPidsIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path ns = fake.dir() / "proc/1/ns";
+  fs::create_directories(ns);
+  fs::create_symlink("/proc/self/ns/net", ns / "net");
+  fake.set("/proc/1/ns/pid", "");
+  fake.set("/proc/1/ns/cgroup", "");
+  auto r = run({"sched", "watch", "--profile", "training"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("own PID namespace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hostPID: true"), std::string::npos) << r.err;
+  const auto before = fake.snapshot();
+  r = run({"switch", "training"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("sched rules"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("own PID namespace"), std::string::npos) << r.err;
+  EXPECT_EQ(fake.snapshot(), before);
+  r = run({"feeder", "on", "--cpus", "1"});
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.err.find("own PID namespace"), std::string::npos) << r.err;
 }

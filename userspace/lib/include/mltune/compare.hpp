@@ -44,6 +44,12 @@ struct ProfileSetting {
 };
 std::vector<ProfileSetting> profile_settings(const Profile &p);
 
+// The profile's content as one short hash (8 hex digits, FNV-1a 64 folded to
+// 32 bits): its name, every setting of every domain (domain, key, value;
+// not where it was written) and its modules.  Two nodes on the same profile
+// content have the same fingerprint; an edited profile has another.
+std::string profile_fingerprint(const Profile &p);
+
 struct ProfileDiffEntry {
   std::string key;
   std::string a; // empty when only in b

@@ -132,6 +132,14 @@ struct NodeStatus {
   Backend backend = Backend::direct;
   std::vector<DomainState> domains;
   std::vector<NodeDifference> differences; // of the active profile
+  std::string fingerprint;                 // profile_fingerprint() of it, "" when it does not load
+
+  // A profile is active and no domain is drifted, failed or rolled back
+  // (what verify checks).
+  [[nodiscard]] bool in_line() const;
+  // What a scheduler can match a node on: the fingerprint while in line, ""
+  // otherwise (no profile, or drifted).
+  [[nodiscard]] std::string conformance() const { return in_line() ? fingerprint : std::string(); }
 };
 
 [[nodiscard]] Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams = {});

@@ -129,6 +129,9 @@ private:
   const Profile &profile_;
   std::unique_ptr<SchedSystem> live_;
   SchedSystem *sys_;
+  // Why the rules cannot act on this root (a container without the node's
+  // PID or network namespace); plan() refuses with it when there are rules.
+  Status unreachable_;
   std::optional<SchedReport> applied_;
 };
 

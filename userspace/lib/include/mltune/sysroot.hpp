@@ -8,6 +8,7 @@
 #include "mltune/result.hpp"
 
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -21,11 +22,25 @@ public:
 
   [[nodiscard]] const std::filesystem::path &root() const { return root_; }
   [[nodiscard]] bool is_live() const { return root_ == "/"; }
-  // Whether this process's netlink sockets reach the node below the root:
-  // the live root, or a root whose init process (<root>/proc/1/ns/net) is in
-  // this process's network namespace (a container that mounts the host at
-  // /host and shares its network).  False for a fixture tree.
-  [[nodiscard]] bool shares_network() const;
+  // Whether this process shares namespace `ns` ("net", "pid", "cgroup") with
+  // the node below the root: true on the live root and for a root whose init
+  // process (<root>/proc/1/ns/<ns>) is in this process's namespace (a
+  // container that mounts the host at /host with the host's network and
+  // PIDs); false for a fixture tree and for a container with its own.
+  [[nodiscard]] bool shares_namespace(std::string_view ns) const;
+  // Netlink sockets (ethtool, the proc connector) reach the node's devices.
+  [[nodiscard]] bool shares_network() const { return shares_namespace("net"); }
+  // The tree is a running node's root (it has <root>/proc/1/ns), not a
+  // fixture: the live root, or the host mounted into a container.
+  [[nodiscard]] bool is_node() const;
+  // Thread policies, affinities, kernel modules and BPF act on the node below
+  // the root: the live root, or a container sharing its PID and network
+  // namespaces (container mode: `--sysroot /host`, hostPID, hostNetwork).
+  [[nodiscard]] bool acts_on_node() const { return shares_namespace("pid") && shares_namespace("net"); }
+  // Ok when this process shares every namespace in `nss` with the node; else
+  // the error for `what` that names the namespace the container lacks, or
+  // that the root is a file tree.
+  [[nodiscard]] Status require_namespaces(std::string_view what, std::initializer_list<std::string_view> nss) const;
   // Host path of an absolute node path.
   [[nodiscard]] std::filesystem::path path(std::string_view abs) const;
   [[nodiscard]] bool exists(std::string_view abs) const;

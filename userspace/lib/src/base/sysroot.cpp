@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <map>
+#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,14 +58,44 @@ std::string Sysroot::host_path(std::string_view abs) const {
   return out;
 }
 
-bool Sysroot::shares_network() const {
+bool Sysroot::shares_namespace(std::string_view ns) const {
   if (is_live()) {
     return true;
   }
+  const std::string rel = "/proc/1/ns/" + std::string(ns);
   struct stat theirs {};
   struct stat ours {};
-  return ::stat(host_path("/proc/1/ns/net").c_str(), &theirs) == 0 && ::stat("/proc/self/ns/net", &ours) == 0 &&
+  return ::stat(host_path(rel).c_str(), &theirs) == 0 && ::stat(("/proc/self/ns/" + std::string(ns)).c_str(), &ours) == 0 &&
          theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+}
+
+bool Sysroot::is_node() const {
+  struct stat st {};
+  return is_live() || ::lstat(host_path("/proc/1/ns/pid").c_str(), &st) == 0;
+}
+
+Status Sysroot::require_namespaces(std::string_view what, std::initializer_list<std::string_view> nss) const {
+  if (!is_node()) {
+    return input_error(std::string(what) + ": --sysroot " + root_.string() +
+                       " is a file tree, not a running node; this acts on the live node only (or in a container "
+                       "that mounts the host there and shares its PID and network namespaces)");
+  }
+  // The namespace, and how a container gets the host's.
+  static const std::map<std::string_view, std::pair<std::string_view, std::string_view>, std::less<>> k_how = {
+      {"net", {"network", "hostNetwork: true, docker --network host"}},
+      {"pid", {"PID", "hostPID: true, docker --pid host"}},
+      {"cgroup", {"cgroup", "docker --cgroupns host"}},
+  };
+  for (const auto ns : nss) {
+    if (!shares_namespace(ns)) {
+      const auto it = k_how.find(ns);
+      const std::string name(it != k_how.end() ? it->second.first : ns);
+      const std::string how(it != k_how.end() ? it->second.second : "");
+      return input_error(std::string(what) + ": --sysroot " + root_.string() + ": this process has its own " + name +
+                         " namespace, not the node's: run the container in the host's (" + how + ")");
+    }
+  }
+  return {};
 }
 
 fs::path Sysroot::path(std::string_view abs) const {

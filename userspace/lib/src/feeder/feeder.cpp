@@ -698,7 +698,7 @@ class LiveFeederOs final : public FeederOs {
 public:
   explicit LiveFeederOs(Sysroot root) : root_(std::move(root)) {}
   std::vector<FeederTask> kthreads() override {
-    return root_.is_live() ? mltune::kthreads(root_) : std::vector<FeederTask>{};
+    return root_.acts_on_node() ? mltune::kthreads(root_) : std::vector<FeederTask>{};
   }
   bool get_affinity(int pid, CpuSet &out) override { return mltune::get_affinity(pid, out); }
   bool set_affinity(int pid, const CpuSet &cpus) override { return mltune::set_affinity(pid, cpus); }
@@ -709,10 +709,10 @@ public:
   std::vector<FeederIntruder> scx_intruders() override { return live_scx_intruders(); }
   void scx_forget(int tid) override { live_scx_forget(tid); }
   std::vector<FeederIntruder> threads(const std::string &feeder_cg) override {
-    return root_.is_live() ? live_threads(root_, feeder_cg) : std::vector<FeederIntruder>{};
+    return root_.acts_on_node() ? live_threads(root_, feeder_cg) : std::vector<FeederIntruder>{};
   }
   void start_watcher() override {
-    if (root_.is_live()) {
+    if (root_.acts_on_node()) {
       live_start_watcher();
     }
   }
@@ -964,7 +964,7 @@ Status feeder_watch(const Sysroot &root, unsigned period_ms) {
 
 Result<FeederStatus> feeder_status(const Sysroot &root) {
   LiveFeederOs os(root);
-  if (root.is_live()) {
+  if (root.acts_on_node()) {
     (void)feeder_check(root, os);
   }
   FeederStatus st;
@@ -1065,10 +1065,21 @@ Result<FeederState> switch_on(const Sysroot &root, FeederOs &os, const CpuSet &c
   return s;
 }
 
+// On a node (not a file tree), feeder cores move the node's tasks between
+// its cgroups and set their affinities: in container mode that takes the
+// node's PID, network and cgroup namespaces (a task outside this process's
+// cgroup namespace cannot be moved: ENOENT).
+Status feeder_reaches(const Sysroot &root) {
+  return root.is_node() ? root.require_namespaces("feeder", {"pid", "net", "cgroup"}) : Status{};
+}
+
 } // namespace
 
 Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
                               const std::string &want) {
+  if (auto st = feeder_reaches(root); !st) {
+    return st.error();
+  }
   LiveFeederOs os(root);
   return feeder_on(root, os, cpus, housekeeping, want);
 }
@@ -1084,7 +1095,7 @@ Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &c
     return lock.error();
   }
   auto loaded = load_state(root);
-  if (loaded && loaded->active && loaded->mechanism == "sched_ext" && root.is_live()) {
+  if (loaded && loaded->active && loaded->mechanism == "sched_ext" && root.acts_on_node()) {
     (void)check_locked(root, os); // an ejected scheduler: the cpuset fallback first
     loaded = load_state(root);
   }
@@ -1109,6 +1120,9 @@ Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &c
 }
 
 Status feeder_off(const Sysroot &root) {
+  if (auto st = feeder_reaches(root); !st) {
+    return st;
+  }
   LiveFeederOs os(root);
   return feeder_off(root, os);
 }

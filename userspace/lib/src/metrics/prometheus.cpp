@@ -18,10 +18,6 @@ constexpr std::string_view k_states[] = {"applied",   "drifted",     "off",   "p
 // Domains compared setting by setting with the active profile.
 constexpr std::string_view k_checked_domains[] = {"modules", "knobs", "nic", "sched"};
 
-bool out_of_line(const DomainState &d) {
-  return d.state == "drifted" || d.state == "failed" || d.state == "rolled-back";
-}
-
 std::string escape_label(std::string_view v) {
   std::string out;
   out.reserve(v.size());
@@ -64,12 +60,19 @@ std::vector<MetricFamily> node_metrics(const NodeStatus &status, std::string_vie
   }
   out.push_back(std::move(active));
 
-  const bool in_line =
-      !status.profile.empty() && std::none_of(status.domains.begin(), status.domains.end(), out_of_line);
   out.push_back({"mltune_in_line",
                  "1 when a profile is active and no domain is drifted, failed or rolled back (what verify checks).",
                  "gauge",
-                 {{{}, in_line ? 1.0 : 0.0}}});
+                 {{{}, status.in_line() ? 1.0 : 0.0}}});
+
+  MetricFamily conf{"mltune_conformance_info",
+                    "The active profile's content hash while the node is in line with it (1); no sample otherwise.",
+                    "gauge",
+                    {}};
+  if (const auto c = status.conformance(); !c.empty()) {
+    conf.samples.push_back({{{"profile", status.profile}, {"hash", c}}, 1});
+  }
+  out.push_back(std::move(conf));
 
   MetricFamily state{"mltune_domain_state",
                      "State of each domain of the node: one series a state, 1 for the domain's current state.",

@@ -16,11 +16,18 @@ class Modprobe final : public ModuleLoader {
 public:
   explicit Modprobe(const Sysroot &root) : root_(root) {}
   [[nodiscard]] bool loaded(const std::string &name) const override { return root_.is_dir("/sys/module/" + name); }
-  Status load(const std::string &name) override { return run({"modprobe", name}); }
-  Status unload(const std::string &name) override { return run({"modprobe", "-r", name}); }
+  Status load(const std::string &name) override { return run({name}); }
+  Status unload(const std::string &name) override { return run({"-r", name}); }
 
 private:
-  static Status run(const std::vector<std::string> &argv) {
+  // In container mode the modules are the node's: modprobe -d <root> reads
+  // <root>/lib/modules/$(uname -r) (the kernel is the node's either way).
+  [[nodiscard]] Status run(const std::vector<std::string> &args) const {
+    std::vector<std::string> argv{"modprobe"};
+    if (!root_.is_live()) {
+      argv.insert(argv.end(), {"-d", root_.root().string()});
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
     auto r = detail::run_command(argv, detail::CommandOutput::stdout_stderr);
     if (!r) {
       return with_context(r.error(), "modprobe (is kmod installed?)");
@@ -43,7 +50,7 @@ private:
 } // namespace
 
 std::unique_ptr<ModuleLoader> make_live_module_loader(const Sysroot &root) {
-  return root.is_live() ? std::make_unique<Modprobe>(root) : nullptr;
+  return root.is_node() ? std::make_unique<Modprobe>(root) : nullptr;
 }
 
 ModuleStep::ModuleStep(const Profile &profile, const Sysroot &root, ModuleLoader *loader)

@@ -62,7 +62,7 @@ int64_t mono_ms() {
 
 class LiveSchedSystem final : public SchedSystem {
 public:
-  explicit LiveSchedSystem(Sysroot root) : root_(std::move(root)) {}
+  explicit LiveSchedSystem(Sysroot root) : root_(std::move(root)), on_node_(root_.acts_on_node()) {}
   [[nodiscard]] const Sysroot &root() const override { return root_; }
 
   [[nodiscard]] std::vector<int> pids() const override { return proc::pids(root_.list_dir("/proc")); }
@@ -116,7 +116,7 @@ public:
   }
 
   [[nodiscard]] Result<SchedAttr> get(int tid) const override {
-    if (!root_.is_live()) {
+    if (!on_node_) {
       return fake_get(tid);
     }
     KernelSchedAttr ka{};
@@ -137,8 +137,8 @@ public:
   }
 
   [[nodiscard]] Status set(int tid, const SchedAttr &a) override {
-    if (!root_.is_live()) {
-      return failure("sched_setattr needs the live node (--sysroot is not /)", EPERM);
+    if (!on_node_) {
+      return root_.require_namespaces("sched_setattr", {"pid", "net"});
     }
     KernelSchedAttr ka{};
     ka.size = sizeof(ka);
@@ -231,6 +231,7 @@ private:
   }
 
   Sysroot root_;
+  bool on_node_; // root_.acts_on_node(): the syscalls reach the node's threads
 };
 
 // ---- state file -------------------------------------------------------------

@@ -9,14 +9,19 @@
 namespace mltune {
 
 SchedStep::SchedStep(const Profile &profile, const Sysroot &root, SchedSystem *sys) : profile_(profile), sys_(sys) {
-  if (sys_ == nullptr && root.is_live()) {
+  if (sys_ == nullptr && root.acts_on_node()) {
     live_ = make_live_sched_system(root);
     sys_ = live_.get();
+  } else if (sys_ == nullptr && root.is_node() && !profile_.sched_rules.empty()) {
+    unreachable_ = root.require_namespaces("sched rules", {"pid", "net"});
   }
 }
 
 Status SchedStep::plan() {
   applied_.reset();
+  if (!unreachable_) {
+    return unreachable_;
+  }
   if (!active()) {
     return {};
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 
 namespace mltune {
@@ -104,6 +105,32 @@ std::vector<ProfileDiffEntry> diff_profiles(const Profile &a, const Profile &b) 
     }
   }
   return out;
+}
+
+std::string profile_fingerprint(const Profile &p) {
+  constexpr uint64_t k_offset = 14695981039346656037ULL;
+  constexpr uint64_t k_prime = 1099511628211ULL;
+  uint64_t h = k_offset;
+  const auto mix = [&](std::string_view field) {
+    for (const char c : field) {
+      h = (h ^ static_cast<unsigned char>(c)) * k_prime;
+    }
+    h = (h ^ 0U) * k_prime; // field separator: ("ab","c") != ("a","bc")
+  };
+  mix(p.name);
+  for (const auto &s : profile_settings(p)) {
+    mix(s.domain);
+    mix(s.key);
+    mix(s.value);
+  }
+  for (const auto &m : p.modules) {
+    mix("module");
+    mix(m.name);
+    mix(m.required ? "required" : "optional");
+  }
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>((h >> 32U) ^ (h & 0xffffffffU)));
+  return buf;
 }
 
 } // namespace mltune

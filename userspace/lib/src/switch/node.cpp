@@ -171,7 +171,7 @@ DomainCheck check_sched(const Profile &profile, SchedSystem *sys, std::vector<No
   }
   if (sys == nullptr) {
     dc.state = "unchecked";
-    dc.note = "thread policies are read from the live node only";
+    dc.note = "thread policies are read on a running node that shares its PID namespace, not in a file tree";
     return dc;
   }
   for (const auto &e : sched_list(*sys, profile.sched_rules, std::nullopt)) {
@@ -208,7 +208,7 @@ Result<NodeCheck> check_node(const Profile &profile, const Sysroot &root, const 
   c.domains.push_back(check_nic(profile, be.get(), c.differences));
   std::unique_ptr<SchedSystem> live;
   SchedSystem *sys = seams.sched;
-  if (sys == nullptr && root.is_live() && !profile.sched_rules.empty()) {
+  if (sys == nullptr && root.acts_on_node() && !profile.sched_rules.empty()) {
     live = make_live_sched_system(root);
     sys = live.get();
   }
@@ -294,6 +294,12 @@ DomainState persist_state(const Sysroot &root) {
 
 } // namespace
 
+bool NodeStatus::in_line() const {
+  return !profile.empty() && std::none_of(domains.begin(), domains.end(), [](const DomainState &d) {
+    return d.state == "drifted" || d.state == "failed" || d.state == "rolled-back";
+  });
+}
+
 Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
   NodeStatus s;
   s.backend = choose_backend(root, Backend::automatic);
@@ -312,6 +318,7 @@ Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
       s.domains.push_back({d, "unchecked", "profile '" + s.profile + "': " + p.error().message});
     }
   } else {
+    s.fingerprint = profile_fingerprint(*p);
     auto c = check_node(*p, root, seams);
     if (!c) {
       return c.error();
@@ -424,8 +431,10 @@ DomainState off_sched(const Sysroot &root, const NodeSeams &seams) {
   std::unique_ptr<SchedSystem> live;
   SchedSystem *sys = seams.sched;
   if (sys == nullptr) {
-    if (!root.is_live()) {
-      return {"sched", "unchecked", "thread policies are restored on the live node only"};
+    if (!root.acts_on_node()) {
+      if (auto st = root.require_namespaces("sched", {"pid", "net"}); !st) {
+        return {"sched", root.is_node() ? "failed" : "unchecked", st.error().message};
+      }
     }
     live = make_live_sched_system(root);
     sys = live.get();
@@ -461,7 +470,11 @@ DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {
   }
   auto be = nic_backend(root, seams);
   if (!be) {
-    return {"nic", "unchecked", "NIC settings are restored over netlink on the live node only"};
+    if (root.is_node()) {
+      auto st = root.require_namespaces("nic", {"net"});
+      return {"nic", "failed", st ? "no netlink backend for the node's NICs" : st.error().message};
+    }
+    return {"nic", "unchecked", "NIC settings are restored over netlink on a running node only, not in a file tree"};
   }
   auto r = restore_nic_baseline(root, *be);
   if (!r) {
@@ -488,8 +501,8 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
   }
   const Profile none;
   ModuleStep step(none, root, seams.modules);
-  if (seams.modules == nullptr && !root.is_live()) {
-    return {"modules", "unchecked", "modules are unloaded on the live node only"};
+  if (seams.modules == nullptr && !root.is_node()) {
+    return {"modules", "unchecked", "modules are unloaded on a running node only, not in a file tree"};
   }
   const std::vector<std::string> was = b->modules;
   if (auto st = step.baseline(); !st) {

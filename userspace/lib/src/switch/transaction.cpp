@@ -185,8 +185,13 @@ Status NicStep::ensure_backend() {
 Status NicStep::plan() {
   planned_.reset();
   applied_.reset();
-  if (profile_.nic.empty() || (!backend_ && !root_.shares_network())) {
+  if (profile_.nic.empty()) {
     return {};
+  }
+  if (!backend_ && !root_.shares_network()) {
+    // A file tree has no NICs to talk to; a node in another network
+    // namespace has, and a switch that cannot reach them is refused.
+    return root_.is_node() ? root_.require_namespaces("nic", {"net"}) : Status{};
   }
   if (auto st = ensure_backend(); !st) {
     return st;
