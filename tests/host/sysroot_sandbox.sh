@@ -42,7 +42,7 @@ cmds=(
 	"profile list" "profile show training" "profile check $FIX/check.toml"
 	"audit" "--json audit" "verify training" "--json verify inference" "diff training inference"
 	"--dry-run switch training" "switch training" "switch inference" "active" "--json status"
-	"recommend" "metrics" "metrics -o /var/lib/prometheus/node-exporter/mltune.prom"
+	"recommend" "metrics" "metrics -o /var/lib/prometheus/node-exporter/mltune.prom" "conformance"
 	"off" "switch training" "switch baseline" "off"
 	"persist --profile training" "config show" "config check" "--dry-run config apply" "persist --remove"
 	"topology" "--json topology" "plan" "exec --gpu 0 --dry-run -- true"
@@ -117,6 +117,44 @@ else
 		pass=$((pass + 1))
 	else
 		echo "not ok $n metrics:$bad"
+		fail=$((fail + 1))
+	fi
+fi
+# The Grafana dashboard (deploy/grafana) asks only for metrics mltunectl
+# writes, and every query is PromQL that promtool parses (as recording rules,
+# the template variable $instance replaced by a regex).
+n=$((n + 1))
+dash=$ROOT/deploy/grafana/mltune-dashboard.json
+if ! command -v promtool >/dev/null || ! command -v jq >/dev/null; then
+	echo "not ok $n dashboard: promtool or jq is not installed (scripts/deps.sh installs them)"
+	fail=$((fail + 1))
+else
+	bad=""
+	"$M" --sysroot "$FIX" switch training >/dev/null 2>&1 || bad="switch training failed"
+	"$M" --sysroot "$FIX" metrics >"$T/metrics" 2>&1 || bad="$bad; metrics failed"
+	"$M" --sysroot "$FIX" off >/dev/null 2>&1
+	jq -r '.. | objects | .expr? // empty' "$dash" >"$T/exprs" || bad="$bad; $dash is not JSON"
+	[ -s "$T/exprs" ] || bad="$bad; no query in the dashboard"
+	for m in $(grep -oE 'mltune_[a-z_]+' "$T/exprs" | sort -u); do
+		grep -q "^# TYPE $m " "$T/metrics" || bad="$bad; $m is not a metric of mltunectl metrics"
+	done
+	{
+		echo "groups:"
+		echo "- name: dashboard"
+		echo "  rules:"
+		i=0
+		while read -r e; do
+			i=$((i + 1))
+			printf '  - record: dashboard:query_%d\n    expr: %s\n' "$i" \
+				"$(printf '%s' "$e" | sed 's/\$instance/.*/g' | jq -Rs .)"
+		done <"$T/exprs"
+	} >"$T/rules.yml"
+	promtool check rules "$T/rules.yml" >"$T/rules.log" 2>&1 || bad="$bad; promtool: $(head -c 300 "$T/rules.log")"
+	if [ -z "$bad" ]; then
+		echo "ok $n dashboard: $(wc -l <"$T/exprs") queries parse and name only metrics mltunectl writes"
+		pass=$((pass + 1))
+	else
+		echo "not ok $n dashboard:$bad"
 		fail=$((fail + 1))
 	fi
 fi

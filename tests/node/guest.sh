@@ -152,8 +152,9 @@ rest_as_before() {
 }
 restart_applies() { systemctl restart mltune.service && is /sys/kernel/mltune/profile training && feeder_on; }
 # node_exporter's textfile collector (Debian's prometheus-node-exporter, its
-# default directory) serves what mltunectl metrics writes, and the series
-# follow a switch.
+# default directory) serves what the package's mltune-metrics.service writes
+# (started by its timer), the series follow a switch, and the conformance
+# hash is the one mltunectl conformance prints.
 TEXTFILE=/var/lib/prometheus/node-exporter/mltune.prom
 scrape() { # scrape PROFILE: node_exporter serves it as the active profile (within 30 s)
 	i=0
@@ -166,20 +167,26 @@ scrape() { # scrape PROFILE: node_exporter serves it as the active profile (with
 	grep -E '^mltune_(profile|in_line)|^node_textfile' /tmp/scrape
 	return 1
 }
+metrics_now() { systemctl start mltune-metrics.service; }
 exporter_serves_training() {
 	[ "$(systemctl is-active prometheus-node-exporter.service)" = active ] &&
-		mltunectl metrics -o $TEXTFILE && scrape training
+		[ "$(systemctl is-active mltune-metrics.timer)" = active ] &&
+		metrics_now && scrape training &&
+		grep -q "^mltune_conformance_info{profile=\"training\",hash=\"$(mltunectl conformance)\"} 1\$" /tmp/scrape
 }
 exporter_follows_switch() {
-	mltunectl switch inference && mltunectl metrics -o $TEXTFILE && scrape inference &&
-		mltunectl switch training && mltunectl metrics -o $TEXTFILE && scrape training
+	mltunectl switch inference && metrics_now && scrape inference &&
+		mltunectl switch training && metrics_now && scrape training
 }
 
 purge() {
 	DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mltunectl mltune-dkms >/tmp/purge.log 2>&1 ||
 		{ cat /tmp/purge.log; return 1; }
 }
-all_gone() { ! pgrep -f "mltunectl watch" && ! systemctl cat mltune.service mltune-watch.service 2>/dev/null; }
+all_gone() {
+	! pgrep -f "mltunectl watch" && ! systemctl cat mltune.service mltune-watch.service 2>/dev/null &&
+		! systemctl cat mltune-metrics.service mltune-metrics.timer 2>/dev/null && [ ! -e $TEXTFILE ]
+}
 no_file_left() {
 	left=""
 	while read -r f; do if [ -e "$f" ] || [ -L "$f" ]; then left="$left $f"; fi; done <"$STATE/files"
@@ -224,7 +231,6 @@ booted() {
 
 	t_check "node_exporter serves mltunectl metrics: training active, in line" exporter_serves_training
 	t_check "... and inference after switch inference, training after switching back" exporter_follows_switch
-	rm -f $TEXTFILE
 
 	t_check "apt purge removes both packages" purge
 	t_check "the module is unloaded" test ! -d /sys/module/mltune

@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch off active status recommend metrics follow persist nic topology plan exec boot sched watch pool feeder noise drift config"
+	local commands="profile audit verify diff switch off active status recommend metrics conformance follow persist nic topology plan exec boot sched watch pool feeder noise drift config"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
