@@ -87,6 +87,14 @@ Status Sysroot::require_namespaces(std::string_view what, std::initializer_list<
       {"cgroup", {"cgroup", "docker --cgroupns host"}},
   };
   for (const auto ns : nss) {
+    struct stat st {};
+    const std::string theirs = "/proc/1/ns/" + std::string(ns);
+    if (!is_live() && ::stat(host_path(theirs).c_str(), &st) != 0 && (errno == EACCES || errno == EPERM)) {
+      // Following the link is a ptrace access check on the node's init.
+      return input_error(std::string(what) + ": --sysroot " + root_.string() + ": cannot compare namespaces: " +
+                         theirs + ": " + std::strerror(errno) +
+                         " (reading another process's namespaces takes CAP_SYS_PTRACE: add it to the container)");
+    }
     if (!shares_namespace(ns)) {
       const auto it = k_how.find(ns);
       const std::string name(it != k_how.end() ? it->second.first : ns);
