@@ -19,6 +19,7 @@ BASE_PKGS=(
 	ethtool iproute2 procps util-linux tuned jq strace
 	debhelper dh-dkms dpkg-dev fakeroot lintian qemu-utils e2fsprogs
 	linux-perf prometheus
+	openssh-client ansible ansible-lint curl shellcheck
 )
 BACKPORTS_PKGS=(libbpf-dev bpftool)
 
@@ -55,7 +56,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 if [ "${1:-}" = --check ]; then
-	[ -z "$(missing "${BASE_PKGS[@]}")" ] && bpf_ok &&
+	[ -z "$(missing "${BASE_PKGS[@]}")" ] && bpf_ok && command -v npm >/dev/null &&
 		[ -z "$(missing $(header_pkgs 2>/dev/null || echo linux-headers-unresolved))" ]
 	exit
 fi
@@ -73,6 +74,13 @@ mapfile -t need < <(missing "${BASE_PKGS[@]}" $(header_pkgs))
 if [ "${#need[@]}" -gt 0 ]; then
 	echo "deps: installing ${need[*]}"
 	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# tests/fleet/k8s.sh validates the manifests with npm packages: Node.js and
+# npm, Debian's unless the machine already has them (a nodejs that bundles
+# npm conflicts with Debian's npm package).
+if ! command -v npm >/dev/null; then
+	echo "deps: installing nodejs npm"
+	apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 if ! bpf_ok; then
 	echo "deps: installing libbpf/bpftool from bookworm-backports"
