@@ -17,7 +17,17 @@ public:
   explicit Modprobe(const Sysroot &root) : root_(root) {}
   [[nodiscard]] bool loaded(const std::string &name) const override { return root_.is_dir("/sys/module/" + name); }
   Status load(const std::string &name) override { return run({name}); }
-  Status unload(const std::string &name) override { return run({"-r", name}); }
+  Status unload(const std::string &name) override {
+    if (auto st = run({"-r", name}); !st) {
+      return st;
+    }
+    // modprobe -r exits 0 for a module it believes is not loaded (a
+    // container without /sys): only the node's /sys/module says it is gone.
+    if (loaded(name)) {
+      return failure("modprobe -r " + name + " exited 0, but " + name + " is still loaded");
+    }
+    return {};
+  }
 
 private:
   // In container mode the modules are the node's: modprobe -d <root> reads
