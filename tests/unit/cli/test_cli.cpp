@@ -433,3 +433,20 @@ TEST_F(Cli, ContainerWithoutTheNodesPidsIsRefused) {
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("own PID namespace"), std::string::npos) << r.err;
 }
+
+// off leaves a node configuration it did not write (hand, Ansible) as it is
+// and says so; that is not a failure.
+TEST_F(Cli, OffKeepsAConfigurationItDidNotWrite) {
+  const std::string conf = "# written by the site's Ansible role\nprofile = \"training\"\n";
+  fake.set("/etc/mltune/mltune.toml", conf);
+  ASSERT_EQ(run({"switch", "training"}).rc, 0);
+  const auto r = run({"--json", "off"});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  bool kept = false;
+  const auto j = r.j();
+  for (const auto &d : j["domains"]) {
+    kept |= d["domain"] == "persist" && d["state"] == "kept";
+  }
+  EXPECT_TRUE(kept) << r.out;
+  EXPECT_EQ(fake.get("/etc/mltune/mltune.toml"), conf);
+}

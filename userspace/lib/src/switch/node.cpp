@@ -385,6 +385,13 @@ DomainState off_boot(const Sysroot &root) {
 }
 
 DomainState off_persist(const Sysroot &root) {
+  // A node configuration written by hand or by configuration management
+  // (Ansible, Puppet) is the administrator's, not a change of mltune's.
+  if (auto text = root.read(k_config_file); text && !text->starts_with(k_config_marker)) {
+    return {"persist", "kept",
+            std::string(k_config_file) + " was not written by mltunectl persist: left as it is (the next boot "
+                                         "applies it; remove it to keep the node off)"};
+  }
   auto removed = remove_persist(root);
   if (!removed) {
     return {"persist", "failed", removed.error().message};

@@ -1,0 +1,126 @@
+#!/bin/sh
+# Container mode on the Debian guest: mltunectl in a mount namespace of its
+# own whose root is a container's (the guest's /usr and /etc, read-only),
+# with the node's root at /host, sharing the node's network and PID
+# namespaces (a Kubernetes pod with hostNetwork and hostPID, the host's /
+# mounted at /host). It switches training, verifies and turns everything off
+# there; the node (seen from outside the container) follows, and a snapshot of
+# every setting any domain touches is the same before and after. A container
+# with a PID namespace of its own is refused with the reason, nothing applied.
+# Runs as root in the guest (tests/fleet/run); needs ethtool, jq, chrt.
+. "$(dirname "$0")/lib.sh"
+M=mltunectl
+for b in $M ethtool jq chrt unshare; do
+	command -v $b >/dev/null || { echo "1..0 # SKIP $b not in the guest"; exit 4; }
+done
+t_plan 10
+T=/var/tmp/mltune-container-test   # /run is noexec
+C=$T/root
+mkdir -p $T
+
+# A thread the training profile's sched rule matches (comm "NCCL Progress 0").
+cp /usr/bin/sleep "$T/NCCL Progress 0"
+"$T/NCCL Progress 0" 100000 &
+tpid=$!
+cleanup() {
+	kill $tpid 2>/dev/null
+	$M off >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+knobs=$(for p in training inference; do $M --json profile show $p | jq -r '.knobs[].path'; done | sort -u)
+# Every setting any domain touches, one "what=value" line each.
+snapshot() {
+	for p in $knobs; do
+		[ -e "$p" ] && echo "$p=$(tr -s ' \t\n' ' ' <"$p" | sed 's/ $//')"
+	done
+	for i in eth0 eth1; do
+		for o in -g -c -l -k; do
+			ethtool $o $i 2>/dev/null | sed "s/^/$i $o /"
+		done
+	done
+	for f in /proc/irq/*/smp_affinity_list /sys/class/net/eth*/queues/rx-*/rps_cpus \
+		/sys/class/net/eth*/queues/rx-*/rps_flow_cnt; do
+		echo "$f=$(cat "$f" 2>/dev/null)"
+	done
+	echo "thread=$(chrt -p $tpid | tr '\n' ' ')"
+	grep Cpus_allowed_list /proc/$tpid/status
+	find /sys/fs/cgroup -name 'cpuset.cpus*' | sort | while read -r f; do echo "$f=$(cat "$f")"; done
+	cut -d' ' -f1 /proc/modules | sort | tr '\n' ' '
+	echo
+	for f in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do
+		[ -e "$f" ] && echo "$f=$(cat "$f")"
+	done
+	ls /sys/kernel/mm/hugepages/ 2>/dev/null | while read -r h; do
+		echo "$h=$(cat /sys/kernel/mm/hugepages/$h/nr_hugepages)"
+	done
+}
+
+# ctr [UNSHARE-OPTIONS] -- CMD...: CMD in a container: a mount namespace
+# whose root is a tmpfs with the guest's /usr and /etc bound read-only (the
+# image), a proc of the container's PID namespace, a read-only sysfs (as a
+# container runtime mounts them), and the node at /host.
+ctr() {
+	opts=""
+	while [ "$1" != -- ]; do opts="$opts $1"; shift; done
+	shift
+	# shellcheck disable=SC2086
+	unshare -m --propagation private $opts sh -ec '
+		C=$1; shift
+		mkdir -p $C && mount -t tmpfs ctr $C
+		for d in usr etc; do
+			mkdir -p $C/$d && mount --rbind /$d $C/$d && mount -o remount,bind,ro $C/$d
+		done
+		for l in bin sbin lib lib64; do ln -s usr/$l $C/$l; done
+		mkdir -p $C/host $C/proc $C/sys $C/dev $C/tmp $C/run
+		mount --rbind / $C/host
+		mount -t proc proc $C/proc
+		mount -t sysfs -o ro sysfs $C/sys
+		mount --rbind /dev $C/dev
+		exec chroot $C "$@"' sh "$C" "$@"
+}
+
+$M off >/dev/null 2>&1
+before=$(snapshot)
+echo "$before" >$T/before
+
+out=$(ctr -- $M --sysroot /host -v switch training 2>&1)
+t_check "container: switch training (host at /host, host network and PIDs) exits 0" test $? = 0
+echo "$out" | sed 's/^/# /'
+j=$(ctr -- $M --sysroot /host --json verify training 2>&1)
+rc=$?
+t_check "container: verify training exits 0" test $rc = 0
+# The NIC and sched domains were acted on, not skipped.
+t_check "container: verify --json: the nic and sched domains are in line, not skipped" sh -c '
+	echo "$1" | jq -e "[.domains[] | select(.domain == \"nic\" or .domain == \"sched\")] |
+		length == 2 and all(.state == \"match\" and .checked > 0)" >/dev/null || {
+		echo "$1" | jq -c ".domains[]"; false; }' sh "$j"
+t_check "node: active is training and verify training exits 0 outside the container" \
+	sh -c "$M active | grep -q training && $M verify training"
+t_check "node: the matching thread got the rule's policy (DEADLINE, or its fallback nice -10)" \
+	sh -c "chrt -p $tpid | grep -q SCHED_DEADLINE || [ \"\$(ps -o ni= -p $tpid | tr -d ' ')\" = -10 ]"
+out=$(ctr -- $M --sysroot /host off 2>&1)
+t_check "container: off exits 0" test $? = 0
+echo "$out" | sed 's/^/# /'
+snapshot >$T/after
+if diff $T/before $T/after >$T/diff; then
+	t_ok "node: every setting is as before the container's switch"
+else
+	t_fail "node: every setting is as before the container's switch"
+	sed 's/^/# /' $T/diff | head -30
+fi
+
+# A container with a PID namespace of its own cannot reach the node's
+# threads: refused, with the reason, nothing applied.
+out=$(ctr --pid --fork -- $M --sysroot /host switch training 2>&1)
+rc=$?
+t_check "container without hostPID: switch training is refused (exit $rc)" test $rc != 0
+t_check "container without hostPID: the error names the PID namespace" sh -c 'echo "$1" | grep -q "own PID namespace"' sh "$out"
+snapshot >$T/after2
+if diff $T/before $T/after2 >$T/diff2; then
+	t_ok "node: nothing applied by the refused switch"
+else
+	t_fail "node: nothing applied by the refused switch"
+	sed 's/^/# /' $T/diff2 | head -30
+fi
+t_done
