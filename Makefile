@@ -9,7 +9,7 @@
 #
 # Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
 # asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
-# dkms-check, dkms-install, deb, node-test, bench, clean.
+# dkms-check, dkms-install, deb, node-test, fleet-test, bench, clean.
 # Kernel matrix: scripts/kernel-matrix, the one list (scripts/kernels.sh
 # resolves it; override the exact versions with MLTUNE_KVER_6_1=...,
 # MLTUNE_KVER_6_12_rt=..., MLTUNE_KVER_7_2=...). MATRIX: every kernel the
@@ -33,7 +33,7 @@ CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=cc
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
 	asan asan-build fuzz fuzz-build vm-failpaths vm-check check check-under-load run lint checkpatch sparse dkms-check bench \
-	dkms-install lint-tidy deb node-test clean $(addprefix kmod-,$(MATRIX))
+	dkms-install lint-tidy deb node-test fleet-test clean $(addprefix kmod-,$(MATRIX))
 
 all: build
 
@@ -201,6 +201,10 @@ deb:
 # check, purge. TAP ending "N passed, N failed".
 node-test: deb
 	@tests/node/run
+
+# Kubernetes manifests, container mode, Slurm and Ansible (tests/fleet/run).
+fleet-test: deb
+	@tests/fleet/run
 
 # ---- run ------------------------------------------------------------------
 run: ensure-deps build

@@ -2,8 +2,9 @@
 # The whole test run behind 'make check' (and so .ci/run):
 #   build (user space, the module for every matrix kernel, the kselftests),
 #   lint (checkpatch --strict, sparse, clang-format, clang-tidy), unit tests (normal, ASan+UBSan,
-#   bounded fuzzing), DKMS build check, the Debian packages and the node test
-#   on the Debian systemd guest, then the kselftest suite in a guest of every
+#   bounded fuzzing), DKMS build check, the Debian packages, the node test
+#   and the fleet test (Kubernetes, container mode, Slurm, Ansible) on the
+#   Debian systemd guest, then the kselftest suite in a guest of every
 #   bootable matrix kernel and the guest suites where its use is 'guest'
 #   (scripts/kernel-matrix; compile-only kernels are built and never booted).
 # Ends with the line "N passed, N failed, N skipped"; exit 1 if anything
@@ -184,6 +185,7 @@ node_suite() {
 		count 0 0 1
 		return
 	fi
+	debs_built=1
 	s=$(date +%s)
 	tests/node/run >"$log" 2>&1
 	grep -E '^(not )?ok [0-9]+ |^vm: ' "$log"
@@ -195,6 +197,31 @@ node_suite() {
 	fi
 	note "node-test totals: $p passed, $f failed ($(( $(date +%s) - s )) s)"
 	[ "$f" != 0 ] && failed_items+=("node-test")
+	count "$p" "$f" 0
+}
+
+debs_built=0
+# tests/fleet/run: Kubernetes manifests, container mode, Slurm and Ansible
+# on the Debian systemd guest (after node_suite: it needs the packages).
+fleet_suite() {
+	local log=$LOGS/fleet-test.log p f s
+	note "---- fleet: Kubernetes, container mode, Slurm, Ansible"
+	if [ "$debs_built" != 1 ]; then
+		note "skip fleet-test: the packages did not build"
+		count 0 0 1
+		return
+	fi
+	s=$(date +%s)
+	tests/fleet/run >"$log" 2>&1
+	grep -E '^(not )?ok [0-9]+ |^vm: ' "$log"
+	read -r p f < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -1)
+	if [ -z "$p" ]; then
+		note "FAIL fleet-test: no totals (log: build/check/fleet-test.log)"
+		tail -n 15 "$log" | sed 's/^/     | /'
+		p=0 f=1
+	fi
+	note "fleet-test totals: $p passed, $f failed ($(( $(date +%s) - s )) s)"
+	[ "$f" != 0 ] && failed_items+=("fleet-test")
 	count "$p" "$f" 0
 }
 
@@ -229,6 +256,7 @@ if [ "$vm_only" = 0 ]; then
 		stage dkms-check scripts/dkms-check.sh
 	fi
 	[ -x tests/node/run ] && node_suite
+	[ -x tests/fleet/run ] && fleet_suite
 fi
 
 if [ "$load" = 1 ]; then

@@ -56,5 +56,8 @@ vm_splats() {
 vm_netns_exec() {
 	ip tuntap add dev mlt0 mode tap multi_queue
 	ip link set mlt0 up
+	ip link set lo up
+	# tests/vm/debian --host-run enters this namespace through the emulator's pid.
+	[ -n "${VM_NETNS_PIDFILE:-}" ] && echo $$ >"$VM_NETNS_PIDFILE"
 	exec "$@"
 }
