@@ -71,13 +71,13 @@ void run_active(Context &ctx) {
                        {"state", d.state},
                        {"optional", !d.counts}});
     }
-    return ctx.emit({{"profile", st->profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(st->profile)},
-                     {"backend", to_string(st->backend)},
-                     {"domains", domains_json(st->domains)},
-                     {"differences", diffs},
-                     {"in_line", st->in_line()},
-                     {"conformance", st->conformance().empty() ? nlohmann::json(nullptr)
-                                                               : nlohmann::json(st->conformance())}});
+    return ctx.emit(
+        {{"profile", st->profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(st->profile)},
+         {"backend", to_string(st->backend)},
+         {"domains", domains_json(st->domains)},
+         {"differences", diffs},
+         {"in_line", st->in_line()},
+         {"conformance", st->conformance().empty() ? nlohmann::json(nullptr) : nlohmann::json(st->conformance())}});
   }
   *ctx.out << "profile: " << (st->profile.empty() ? "none" : st->profile) << " (" << to_string(st->backend)
            << " backend)\n";

@@ -225,8 +225,7 @@ TEST_F(Cli, ConformanceIsTheHashWhileInLine) {
   EXPECT_EQ(r.j()["conformance"], hash) << r.out;
   EXPECT_TRUE(r.j()["in_line"].get<bool>());
   r = run({"metrics"});
-  EXPECT_NE(r.out.find("\nmltune_conformance_info{profile=\"training\",hash=\"" + hash + "\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("\nmltune_conformance_info{profile=\"training\",hash=\"" + hash + "\"} 1\n"), std::string::npos)
       << r.out;
   fake.set("/proc/sys/vm/swappiness", "60");
   r = run({"conformance"});

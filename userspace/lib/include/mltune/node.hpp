@@ -145,7 +145,8 @@ struct NodeStatus {
 [[nodiscard]] Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams = {});
 
 struct OffReport {
-  std::vector<DomainState> domains; // state "restored", "off" (nothing to do), "kept" (not mltune's), "failed", "unchecked"
+  std::vector<DomainState>
+      domains; // state "restored", "off" (nothing to do), "kept" (not mltune's), "failed", "unchecked"
   [[nodiscard]] bool ok() const;
 };
 

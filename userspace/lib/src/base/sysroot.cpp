@@ -7,9 +7,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <map>
-#include <utility>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace mltune {
 
@@ -65,8 +65,9 @@ bool Sysroot::shares_namespace(std::string_view ns) const {
   const std::string rel = "/proc/1/ns/" + std::string(ns);
   struct stat theirs {};
   struct stat ours {};
-  return ::stat(host_path(rel).c_str(), &theirs) == 0 && ::stat(("/proc/self/ns/" + std::string(ns)).c_str(), &ours) == 0 &&
-         theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+  return ::stat(host_path(rel).c_str(), &theirs) == 0 &&
+         ::stat(("/proc/self/ns/" + std::string(ns)).c_str(), &ours) == 0 && theirs.st_dev == ours.st_dev &&
+         theirs.st_ino == ours.st_ino;
 }
 
 bool Sysroot::is_node() const {
@@ -91,8 +92,8 @@ Status Sysroot::require_namespaces(std::string_view what, std::initializer_list<
     const std::string theirs = "/proc/1/ns/" + std::string(ns);
     if (!is_live() && ::stat(host_path(theirs).c_str(), &st) != 0 && (errno == EACCES || errno == EPERM)) {
       // Following the link is a ptrace access check on the node's init.
-      return input_error(std::string(what) + ": --sysroot " + root_.string() + ": cannot compare namespaces: " +
-                         theirs + ": " + std::strerror(errno) +
+      return input_error(std::string(what) + ": --sysroot " + root_.string() +
+                         ": cannot compare namespaces: " + theirs + ": " + std::strerror(errno) +
                          " (reading another process's namespaces takes CAP_SYS_PTRACE: add it to the container)");
     }
     if (!shares_namespace(ns)) {
