@@ -41,10 +41,21 @@
  * kernel mount of proc (mltune_proc_mnt, mltune_common.c), so the
  * writer's mount namespace does not matter.
  *
+ * CPU hotplug: when the last online CPU of an IRQ's affinity goes
+ * offline, the kernel breaks that affinity to every online CPU, feeder CPUs
+ * included, and leaves it so when the CPU comes back. While a feeder set
+ * is in force, a hotplug callback (CPU up or down) queues feeder_hp_work,
+ * which, once the hotplug operation is over, applies the set again to the
+ * IRQs as they are then, with the housekeeping CPUs online at that time.
+ * The default IRQ affinity keeps what the last write gave it: it is
+ * written only with a writer's address space, which a worker lacks, and
+ * hotplug does not change it.
+ *
  * ABI: Documentation/ABI/testing/sysfs-kernel-mltune.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/err.h>
 #include <linux/fs.h>
@@ -64,6 +75,7 @@
 #include <linux/string.h>
 #include <linux/sysfs.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include "mltune.h"
 #include "mltune_common.h"
@@ -140,12 +152,23 @@ struct feeder_plan {
  *     for a moment to copy an affinity; irq_set_affinity() takes the same
  *     lock. Descriptor locks nest inside feeder_lock, never around it, and
  *     nothing in atomic context takes feeder_lock.
- *   - mltune_feeder_exit() takes it after the sysfs directory is gone (no
- *     handler runs any more).
+ *   - feeder_hp_fn() (the hotplug work) takes it with mutex_lock(); the
+ *     hotplug callbacks only queue that work and never take it, so it is
+ *     never held inside the CPU hotplug lock's write side.
+ *   - mltune_feeder_exit() takes it after the sysfs directory is gone and
+ *     the hotplug callbacks and work are removed (nothing else runs).
  */
 static DEFINE_MUTEX(feeder_lock);
 static cpumask_var_t feeder_cpus;		/* empty: no feeder set */
 static struct feeder_plan *feeder_state;	/* NULL: nothing changed */
+/*
+ * A feeder set is in force: written under feeder_lock, read without it by
+ * the hotplug callbacks (a stale read queues one needless re-steer, or
+ * none after the set was cleared).
+ */
+static bool feeder_armed;
+/* The dynamic hotplug state of the callbacks; 0: not registered. */
+static int feeder_hp_state;
 
 /* Set at init, cleared at exit; no lock needed in between. */
 static struct kobject *feeder_kobj;
@@ -500,7 +523,7 @@ static void feeder_compact(struct feeder_plan *p)
  * housekeeping CPUs for @feeder. Called with feeder_lock held.
  */
 static int feeder_set(const struct cpumask *feeder, const struct cpumask *hk,
-		      struct cpumask *tmp)
+		      struct cpumask *tmp, bool irqs_only)
 {
 	struct feeder_plan *old = feeder_state, *p = NULL;
 	unsigned int cap = feeder_count_irqs() + 16, try;
@@ -519,21 +542,31 @@ static int feeder_set(const struct cpumask *feeder, const struct cpumask *hk,
 		goto out;
 	}
 
-	ret = feeder_default_get(p->def_cur);
-	if (ret) {
-		pr_warn_ratelimited("feeder: reading the default IRQ affinity failed: %d\n",
-				    ret);
-		goto out;
+	if (irqs_only) {
+		/* The default as the last write left it: neither read nor set. */
+		cpumask_copy(p->def_base, old && old->def_saved ? old->def_base :
+								  cpu_possible_mask);
+		cpumask_copy(p->def_cur, old && old->def_saved ? old->def_target :
+								 p->def_base);
+		cpumask_copy(p->def_target, p->def_cur);
+	} else {
+		ret = feeder_default_get(p->def_cur);
+		if (ret) {
+			pr_warn_ratelimited("feeder: reading the default IRQ affinity failed: %d\n",
+					    ret);
+			goto out;
+		}
+		cpumask_copy(p->def_base, old && old->def_saved ? old->def_base :
+								  p->def_cur);
+		feeder_target(p->def_target, p->def_base, feeder, hk);
 	}
-	cpumask_copy(p->def_base, old && old->def_saved ? old->def_base :
-							  p->def_cur);
-	feeder_target(p->def_target, p->def_base, feeder, hk);
 
 	ret = feeder_apply(p, tmp);
 	if (ret)
 		goto out;
 	feeder_compact(p);
 	cpumask_copy(feeder_cpus, feeder);
+	WRITE_ONCE(feeder_armed, !cpumask_empty(feeder_cpus));
 	swap(feeder_state, p);
 	if (!feeder_state->nr && !feeder_state->def_saved) {
 		feeder_plan_free(feeder_state);
@@ -583,6 +616,7 @@ static void feeder_restore_all(struct cpumask *tmp)
 	feeder_plan_free(s);
 	feeder_state = NULL;
 	cpumask_clear(feeder_cpus);
+	WRITE_ONCE(feeder_armed, false);
 }
 
 /* --- sysfs --- */
@@ -606,6 +640,18 @@ static int feeder_parse(const char *buf, size_t count, struct cpumask *mask)
 }
 
 /*
+ * The housekeeping CPUs for @feeder into @hk: online, not feeder CPUs, not
+ * isolated at boot. -EBUSY when there is none.
+ */
+static int feeder_housekeeping(const struct cpumask *feeder, struct cpumask *hk)
+{
+	cpumask_and(hk, cpu_online_mask, housekeeping_cpumask(FEEDER_HK_DOMAIN));
+	cpumask_and(hk, hk, housekeeping_cpumask(FEEDER_HK_TICK));
+	cpumask_andnot(hk, hk, feeder);
+	return cpumask_empty(hk) ? -EBUSY : 0;
+}
+
+/*
  * Every feeder CPU online (hence possible); at least one housekeeping CPU
  * left: online, not a feeder CPU, not isolated at boot (isolcpus=,
  * nohz_full=). Fills @hk with the housekeeping CPUs.
@@ -619,10 +665,7 @@ static int feeder_check(const struct cpumask *feeder, struct cpumask *hk)
 		return mltune_refuse(-EINVAL, "feeder: CPUs %*pbl not online\n",
 				     cpumask_pr_args(hk));
 	}
-	cpumask_and(hk, cpu_online_mask, housekeeping_cpumask(FEEDER_HK_DOMAIN));
-	cpumask_and(hk, hk, housekeeping_cpumask(FEEDER_HK_TICK));
-	cpumask_andnot(hk, hk, feeder);
-	if (cpumask_empty(hk))
+	if (feeder_housekeeping(feeder, hk))
 		return mltune_refuse(-EBUSY, "feeder: CPUs %*pbl leave no housekeeping CPU\n",
 				     cpumask_pr_args(feeder));
 	return 0;
@@ -666,7 +709,7 @@ static ssize_t cpus_store(struct kobject *kobj, struct kobj_attribute *attr,
 		goto free_tmp;
 	ret = feeder_check(feeder, hk);
 	if (!ret)
-		ret = feeder_set(feeder, hk, tmp);
+		ret = feeder_set(feeder, hk, tmp, false);
 	if (!ret && cpumask_empty(feeder_cpus))
 		pr_info("feeder: cleared, IRQ affinities restored\n");
 	else if (!ret)
@@ -695,6 +738,50 @@ static const struct attribute_group feeder_group = {
 	.attrs = feeder_attrs,
 };
 
+/* --- CPU hotplug --- */
+
+/* Apply the feeder set again to the IRQs as they are after a hotplug. */
+static void feeder_hp_fn(struct work_struct *work)
+{
+	cpumask_var_t feeder, hk, tmp;
+	int ret = -ENOMEM;
+
+	if (!zalloc_cpumask_var(&feeder, GFP_KERNEL))
+		goto out;
+	if (!zalloc_cpumask_var(&hk, GFP_KERNEL))
+		goto free_feeder;
+	if (!zalloc_cpumask_var(&tmp, GFP_KERNEL))
+		goto free_hk;
+	mutex_lock(&feeder_lock);
+	ret = 0;
+	if (!cpumask_empty(feeder_cpus)) {
+		cpumask_copy(feeder, feeder_cpus);
+		ret = feeder_housekeeping(feeder, hk);
+		if (!ret)
+			ret = feeder_set(feeder, hk, tmp, true);
+	}
+	mutex_unlock(&feeder_lock);
+	free_cpumask_var(tmp);
+free_hk:
+	free_cpumask_var(hk);
+free_feeder:
+	free_cpumask_var(feeder);
+out:
+	if (ret)
+		pr_warn_ratelimited("feeder: steering IRQs off the feeder CPUs again after CPU hotplug failed: %d\n",
+				    ret);
+}
+
+static DECLARE_WORK(feeder_hp_work, feeder_hp_fn);
+
+/* CPU up (after it is online) and down (before it goes): queue the work. */
+static int feeder_cpu_event(unsigned int cpu)
+{
+	if (READ_ONCE(feeder_armed))
+		queue_work(system_unbound_wq, &feeder_hp_work);
+	return 0;
+}
+
 /* --- init and exit --- */
 
 int mltune_feeder_init(void)
@@ -708,11 +795,19 @@ int mltune_feeder_init(void)
 		ret = -ENOMEM;
 		goto err_mask;
 	}
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "mltune/feeder:online",
+					feeder_cpu_event, feeder_cpu_event);
+	if (ret < 0)
+		goto err_kobj;
+	feeder_hp_state = ret;
 	ret = sysfs_create_group(feeder_kobj, &feeder_group);
 	if (ret)
-		goto err_kobj;
+		goto err_hp;
 	return 0;
 
+err_hp:
+	cpuhp_remove_state_nocalls(feeder_hp_state);
+	feeder_hp_state = 0;
 err_kobj:
 	kobject_put(feeder_kobj);
 	feeder_kobj = NULL;
@@ -729,6 +824,10 @@ void mltune_feeder_exit(void)
 	sysfs_remove_group(feeder_kobj, &feeder_group);
 	kobject_put(feeder_kobj);
 	feeder_kobj = NULL;
+	/* No callback queues the work after this; none runs after cancel. */
+	cpuhp_remove_state_nocalls(feeder_hp_state);
+	feeder_hp_state = 0;
+	cancel_work_sync(&feeder_hp_work);
 
 	mutex_lock(&feeder_lock);
 	if (feeder_state) {

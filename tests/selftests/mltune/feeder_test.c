@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * /sys/kernel/mltune/feeder/cpus: refused writes change nothing; a feeder
- * set steers every movable IRQ and the default IRQ affinity off its CPUs;
+ * set steers every movable IRQ and the default IRQ affinity off its CPUs
+ * and keeps them off across CPU hotplug;
  * another set is computed from the saved affinities; clearing restores
  * every affinity exactly; an injected failure at any position rolls the
  * whole write back. See Documentation/ABI/testing/sysfs-kernel-mltune.
@@ -247,6 +248,90 @@ TEST_F_TIMEOUT(feeder, rollback_at_every_change, 110)
 	ksft_print_msg("clear: %d changes\n", n);
 	ASSERT_LT(0, n);
 	EXPECT_EQ(0, snap_diff(&orig));
+}
+
+/* The first movable IRQ of @s, or -1. */
+static int first_movable(const struct snap *s)
+{
+	int i;
+
+	for (i = 0; i < s->nr; i++)
+		if (s->irqs[i].movable)
+			return s->irqs[i].irq;
+	return -1;
+}
+
+/* Movable IRQs of @s whose affinity allows a CPU of @f (logged with @log). */
+static int feeder_cpus_allowed(const struct snap *s, const struct cpus *f,
+			       bool log)
+{
+	char buf[LIST_MAX];
+	struct cpus got;
+	int i, n = 0;
+
+	for (i = 0; i < s->nr; i++) {
+		if (!s->irqs[i].movable ||
+		    irq_read(s->irqs[i].irq, "smp_affinity_list", buf, sizeof(buf)) ||
+		    cpus_parse_list(buf, &got) || !cpus_intersects(&got, f))
+			continue;
+		if (log)
+			ksft_print_msg("IRQ %d allows a feeder CPU after hotplug: %s\n",
+				       s->irqs[i].irq, buf);
+		n++;
+	}
+	return n;
+}
+
+/*
+ * CPU hotplug under a feeder set. An IRQ pinned to one housekeeping CPU
+ * loses that CPU: the kernel breaks its affinity to every online CPU,
+ * feeder CPUs included, and keeps it so after the CPU is back. A feeder CPU
+ * also goes and comes back. Afterwards no movable IRQ may allow a feeder
+ * CPU, the default affinity is still off them, and clearing the set gives
+ * every IRQ an affinity without a feeder CPU restriction lost (the pinned
+ * one gets what the kernel left it, not a feeder-only mask).
+ */
+TEST_F_TIMEOUT(feeder, hotplug_keeps_feeder_cpus_clear, 120)
+{
+	int hk = cpus_nth(&self->online, 1), fc = cpus_nth(&self->f1, 0);
+	char hpath[128], fpath[128], ipath[64], pin[16], buf[LIST_MAX];
+	int irq, tries, bad;
+
+	snprintf(hpath, sizeof(hpath), CPU_DIR "/cpu%d/online", hk);
+	snprintf(fpath, sizeof(fpath), CPU_DIR "/cpu%d/online", fc);
+	if (access(hpath, W_OK) || access(fpath, W_OK))
+		SKIP(return, "cpu%d or cpu%d cannot go offline", hk, fc);
+	irq = first_movable(&orig);
+	if (irq < 0)
+		SKIP(return, "no movable IRQ");
+	snprintf(pin, sizeof(pin), "%d", hk);
+	snprintf(ipath, sizeof(ipath), "/proc/irq/%d/smp_affinity_list", irq);
+	ASSERT_EQ(0, mltune_write_file(ipath, pin));
+	ASSERT_EQ(0, snap_take(&orig, true));
+	ASSERT_EQ(0, feeder_write(self->f1s));
+	ASSERT_EQ(0, snap_check_steered(&orig, &self->f1));
+
+	ASSERT_EQ(0, mltune_write_file(hpath, "0"));
+	ASSERT_EQ(0, mltune_write_file(fpath, "0"));
+	ASSERT_EQ(0, mltune_write_file(fpath, "1"));
+	ASSERT_EQ(0, mltune_write_file(hpath, "1"));
+	/*
+	 * The module's hotplug work runs after each event, drivers' own
+	 * hotplug callbacks (virtio-net spreads its queue IRQs again) before
+	 * it: poll until no movable IRQ allows a feeder CPU, 5 s at most.
+	 */
+	for (tries = 0; tries < 100; tries++) {
+		bad = feeder_cpus_allowed(&orig, &self->f1, tries == 99);
+		if (!bad)
+			break;
+		usleep(50000);
+	}
+	ksft_print_msg("feeder CPUs clear %d ms after the last hotplug event\n",
+		       tries * 50);
+	ASSERT_EQ(0, feeder_read(buf, sizeof(buf)));
+	EXPECT_STREQ(self->f1s, buf);
+	EXPECT_EQ(0, bad);
+	ASSERT_EQ(0, feeder_write("\n"));
 }
 
 int main(int argc, char **argv)
