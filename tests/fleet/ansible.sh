@@ -175,7 +175,7 @@ ok "the guest's sshd answers on 127.0.0.1:$VM_SSH_PORT (after $((SECONDS - t0)) 
 
 # Ansible's apt module needs python3-apt on the node (the guest image has
 # it, as any node Ansible manages with apt does).
-if ! node python3 -c 'import apt_pkg' 2>/dev/null; then
+if ! node "python3 -c 'import apt_pkg'" 2>/dev/null; then
 	not_ok "the node has python3-apt (Ansible's apt module needs it)"
 	finish
 fi
