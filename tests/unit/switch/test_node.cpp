@@ -3,6 +3,7 @@
 // one transaction, check_node over every domain, status, and off returning
 // every domain to what was there before.
 #include "mltune/node.hpp"
+#include "mltune/node_steps.hpp"
 
 #include "fake_nic.hpp"
 #include "fake_sched.hpp"
@@ -14,6 +15,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <sys/utsname.h>
 
 using namespace mltune;
 using mltune::test::FakeSched;
@@ -361,4 +363,29 @@ TEST_F(Node, StatusOfAModuleOnlyProfile) {
   ASSERT_FALSE(s->domains.empty());
   EXPECT_EQ(s->domains[0].state, "unchecked");
   EXPECT_NE(s->domains[0].detail.find("unknown profile 'ghost'"), std::string::npos) << s->domains[0].detail;
+}
+
+// The modprobe loader on a node's tree: a module of modules.builtin counts as
+// loaded (a built-in module without parameters has no /sys/module entry),
+// '-' and '_' alike; without the kernel's modules.dep a load fails at once,
+// saying why, without starting modprobe.
+TEST(ModuleLoader, BuiltinModulesAndAMissingTree) {
+  FakeSysroot fake;
+  struct utsname u {};
+  ASSERT_EQ(::uname(&u), 0);
+  const std::string tree = std::string("/lib/modules/") + u.release;
+  fake.set("/proc/1/ns/pid", ""); // a running node's root (container mode)
+  fake.set(tree + "/modules.builtin", "kernel/net/ipv4/tcp_bbr.ko\nkernel/drivers/net/dummy-x.ko\n");
+  fake.set("/sys/module/nvme/parameters/io_timeout", "30");
+  const Sysroot root = fake.root();
+  auto loader = mltune::make_live_module_loader(root);
+  ASSERT_NE(loader, nullptr);
+  EXPECT_TRUE(loader->loaded("tcp_bbr"));
+  EXPECT_TRUE(loader->loaded("dummy_x"));
+  EXPECT_TRUE(loader->loaded("nvme"));
+  EXPECT_FALSE(loader->loaded("tcp_cubic_x"));
+  auto st = loader->load("tcp_cubic_x");
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("no module tree"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("modules.dep"), std::string::npos) << st.error().message;
 }

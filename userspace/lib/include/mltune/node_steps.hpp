@@ -24,7 +24,8 @@ namespace mltune {
 class ModuleLoader {
 public:
   virtual ~ModuleLoader() = default;
-  // Whether NAME is in the kernel now (loaded or built in: /sys/module/NAME).
+  // Whether NAME is in the kernel now: loaded (/sys/module/NAME) or built in
+  // (modules.builtin of the running kernel's module tree).
   [[nodiscard]] virtual bool loaded(const std::string &name) const = 0;
   // modprobe NAME / modprobe -r NAME; the error carries modprobe's message.
   [[nodiscard]] virtual Status load(const std::string &name) = 0;

@@ -6,17 +6,46 @@
 #include "switch/baseline.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <ranges>
+#include <set>
+#include <string_view>
+#include <sys/utsname.h>
 
 namespace mltune {
 
 namespace {
 
+// A module name as modprobe compares them: '-' and '_' are the same.
+std::string module_key(std::string_view name) {
+  std::string k(name);
+  std::replace(k.begin(), k.end(), '-', '_');
+  return k;
+}
+
 class Modprobe final : public ModuleLoader {
 public:
-  explicit Modprobe(const Sysroot &root) : root_(root) {}
-  [[nodiscard]] bool loaded(const std::string &name) const override { return root_.is_dir("/sys/module/" + name); }
-  Status load(const std::string &name) override { return run({name}); }
+  explicit Modprobe(const Sysroot &root) : root_(root) {
+    struct utsname u {};
+    if (::uname(&u) == 0) {
+      tree_ = std::string("/lib/modules/") + u.release;
+    }
+  }
+  // Loaded (/sys/module/NAME), or built into the kernel: a built-in module
+  // without parameters has no /sys/module entry; modules.builtin lists it.
+  [[nodiscard]] bool loaded(const std::string &name) const override {
+    return root_.is_dir("/sys/module/" + name) || builtin().contains(module_key(name));
+  }
+  Status load(const std::string &name) override {
+    // Without the kernel's module tree modprobe can only fail (a kernel
+    // built without modules, a container image without /lib/modules):
+    // said without starting it.
+    if (tree_.empty() || !root_.exists(tree_ + "/modules.dep")) {
+      return failure("this kernel has no module tree (" + root_.path(tree_ + "/modules.dep").string() +
+                     " is missing): " + name + " cannot be loaded");
+    }
+    return run({name});
+  }
   Status unload(const std::string &name) override {
     if (auto st = run({"-r", name}); !st) {
       return st;
@@ -54,7 +83,33 @@ private:
     }
     return s;
   }
+  // The names in <tree>/modules.builtin ("kernel/net/ipv4/tcp_bbr.ko"),
+  // read once.
+  [[nodiscard]] const std::set<std::string> &builtin() const {
+    if (!builtin_) {
+      builtin_.emplace();
+      auto text =
+          tree_.empty() ? Result<std::string>(failure("no module tree")) : root_.read(tree_ + "/modules.builtin");
+      if (text) {
+        std::string_view rest(*text);
+        while (!rest.empty()) {
+          const size_t nl = std::min(rest.find('\n'), rest.size());
+          std::string_view line = rest.substr(0, nl);
+          rest.remove_prefix(std::min(nl + 1, rest.size()));
+          const size_t slash = line.rfind('/');
+          line.remove_prefix(slash == std::string_view::npos ? 0 : slash + 1);
+          if (line.ends_with(".ko")) {
+            line.remove_suffix(3);
+            builtin_->insert(module_key(line));
+          }
+        }
+      }
+    }
+    return *builtin_;
+  }
   const Sysroot &root_;
+  std::string tree_; // /lib/modules/<release of the running kernel>
+  mutable std::optional<std::set<std::string>> builtin_;
 };
 
 } // namespace
