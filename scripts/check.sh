@@ -174,55 +174,41 @@ guest_suite() { # guest_suite SERIES
 	done
 }
 
-# The Debian packages (make deb, lintian clean) and tests/node/run: the
-# packages installed, booted, used and purged on the Debian systemd guest
-# (its image is built once and cached). Every TAP line of it counts.
-node_suite() {
-	local log=$LOGS/node-test.log p f s
-	note "---- Debian packages and the node test"
-	if ! stage deb make -s deb; then
-		note "skip node-test: the packages did not build"
+# deb_suite NAME CMD...: a suite on the Debian packages (tests/node/run,
+# tests/fleet/run), after make deb: its TAP lines shown, its "N passed,
+# N failed" counted; the log is build/check/NAME.log.
+deb_suite() {
+	local name=$1 log=$LOGS/$1.log p f s
+	shift
+	if [ "$debs_built" != 1 ]; then
+		note "skip $name: the packages did not build"
 		count 0 0 1
 		return
 	fi
-	debs_built=1
 	s=$(date +%s)
-	tests/node/run >"$log" 2>&1
+	"$@" >"$log" 2>&1
 	grep -E '^(not )?ok [0-9]+ |^vm: ' "$log"
 	read -r p f < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -1)
 	if [ -z "$p" ]; then
-		note "FAIL node-test: no totals (log: build/check/node-test.log)"
+		note "FAIL $name: no totals (log: build/check/$name.log)"
 		tail -n 15 "$log" | sed 's/^/     | /'
 		p=0 f=1
 	fi
-	note "node-test totals: $p passed, $f failed ($(( $(date +%s) - s )) s)"
-	[ "$f" != 0 ] && failed_items+=("node-test")
+	note "$name totals: $p passed, $f failed ($(( $(date +%s) - s )) s)"
+	[ "$f" != 0 ] && failed_items+=("$name")
 	count "$p" "$f" 0
 }
 
+# The Debian packages (make deb, lintian clean), then on the Debian systemd
+# guest (its image is built once and cached) tests/node/run: the packages
+# installed, booted, used and purged; and tests/fleet/run: Kubernetes
+# manifests, container mode, Slurm and Ansible. Every TAP line counts.
 debs_built=0
-# tests/fleet/run: Kubernetes manifests, container mode, Slurm and Ansible
-# on the Debian systemd guest (after node_suite: it needs the packages).
-fleet_suite() {
-	local log=$LOGS/fleet-test.log p f s
-	note "---- fleet: Kubernetes, container mode, Slurm, Ansible"
-	if [ "$debs_built" != 1 ]; then
-		note "skip fleet-test: the packages did not build"
-		count 0 0 1
-		return
-	fi
-	s=$(date +%s)
-	tests/fleet/run >"$log" 2>&1
-	grep -E '^(not )?ok [0-9]+ |^vm: ' "$log"
-	read -r p f < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -1)
-	if [ -z "$p" ]; then
-		note "FAIL fleet-test: no totals (log: build/check/fleet-test.log)"
-		tail -n 15 "$log" | sed 's/^/     | /'
-		p=0 f=1
-	fi
-	note "fleet-test totals: $p passed, $f failed ($(( $(date +%s) - s )) s)"
-	[ "$f" != 0 ] && failed_items+=("fleet-test")
-	count "$p" "$f" 0
+deb_suites() {
+	note "---- Debian packages, the node test and the fleet test"
+	stage deb make -s deb && debs_built=1
+	deb_suite node-test tests/node/run
+	deb_suite fleet-test tests/fleet/run
 }
 
 if [ "$vm_only" = 0 ]; then
@@ -255,8 +241,7 @@ if [ "$vm_only" = 0 ]; then
 		note "---- dkms"
 		stage dkms-check scripts/dkms-check.sh
 	fi
-	[ -x tests/node/run ] && node_suite
-	[ -x tests/fleet/run ] && fleet_suite
+	deb_suites
 fi
 
 if [ "$load" = 1 ]; then
