@@ -131,7 +131,14 @@ void run_metrics(Context &ctx, const std::string &output) {
   if (!st) {
     return ctx.fail(st.error());
   }
-  const auto families = node_metrics(*st, MLTUNE_VERSION);
+  auto families = node_metrics(*st, MLTUNE_VERSION);
+  // The pool without the module, the feeder state unreadable: left out.
+  auto pool = pool_status(ctx.root());
+  auto feeder = feeder_recorded(ctx.root());
+  for (auto &f : resource_metrics(pool ? std::optional<PoolStatus>(std::move(*pool)) : std::nullopt,
+                                  feeder ? *feeder : FeederState{})) {
+    families.push_back(std::move(f));
+  }
   if (!output.empty()) {
     if (auto w = ctx.root().write_file(output, prometheus_text(families), false); !w) {
       return ctx.fail(with_context(w.error(), "metrics --output"));

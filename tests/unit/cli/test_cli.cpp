@@ -449,3 +449,25 @@ TEST_F(Cli, OffKeepsAConfigurationItDidNotWrite) {
   EXPECT_TRUE(kept) << r.out;
   EXPECT_EQ(fake.get("/etc/mltune/mltune.toml"), conf);
 }
+
+// The pool per node and user in bytes, the quota, and the feeder cores by
+// mechanism; no pool family without the module.
+TEST(Metrics, PoolAndFeeder) {
+  mltune::PoolStatus pool;
+  pool.nodes = {{0, 4, 3, 1}, {1, 2, 2, 0}};
+  pool.users = {{1000, 2}};
+  pool.user_quota = 256;
+  mltune::FeederState feeder;
+  feeder.active = true;
+  feeder.mechanism = "cpuset";
+  feeder.cpus = mltune::CpuSet{2, 3, 6};
+  const auto text = mltune::prometheus_text(mltune::resource_metrics(pool, feeder));
+  EXPECT_NE(text.find("\nmltune_pool_bytes{node=\"0\",state=\"free\"} 6291456\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmltune_pool_bytes{node=\"0\",state=\"mapped\"} 2097152\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmltune_pool_user_mapped_bytes{uid=\"1000\"} 4194304\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmltune_pool_user_quota_bytes 536870912\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmltune_feeder_cpus{mechanism=\"cpuset\"} 3\n"), std::string::npos) << text;
+  const auto off = mltune::prometheus_text(mltune::resource_metrics(std::nullopt, mltune::FeederState{}));
+  EXPECT_EQ(off.find("mltune_pool"), std::string::npos) << off;
+  EXPECT_NE(off.find("\nmltune_feeder_cpus{mechanism=\"off\"} 0\n"), std::string::npos) << off;
+}

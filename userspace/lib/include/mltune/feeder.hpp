@@ -176,6 +176,9 @@ bool feeder_scx_built();
 // Returns how many threads were moved.  Run by 'feeder watch'.
 Result<int> feeder_contain(const Sysroot &root, FeederOs &os);
 Result<FeederStatus> feeder_status(const Sysroot &root);
+// The recorded state only (off when none): reads one file, checks nothing,
+// changes nothing (metrics).
+Result<FeederState> feeder_recorded(const Sysroot &root);
 // Applies.  When already on with other CPUs, changes them at runtime with
 // either mechanism: IRQs, kthreads and the workqueue mask follow the new CPUs
 // (released to the recorded originals first, so feeder_off() stays exact);

@@ -3,8 +3,11 @@
 // JSON.  Documentation/admin-guide.rst lists the metrics.
 #pragma once
 
+#include "mltune/feeder.hpp"
 #include "mltune/node.hpp"
+#include "mltune/pool.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +30,11 @@ struct MetricFamily {
 // Every family, with a sample even where the node has nothing to report
 // (no profile active: mltune_in_line 0), so a scrape never loses a series.
 [[nodiscard]] std::vector<MetricFamily> node_metrics(const NodeStatus &status, std::string_view version);
+
+// The pool (per NUMA node and per user, in bytes) and the feeder cores, each
+// when there is one: no pool family without the module, feeder 0 when off.
+[[nodiscard]] std::vector<MetricFamily> resource_metrics(const std::optional<PoolStatus> &pool,
+                                                         const FeederState &feeder);
 
 // The text exposition format: # HELP, # TYPE, then one line a sample, label
 // values escaped (\\, \", \n).

@@ -962,6 +962,10 @@ Status feeder_watch(const Sysroot &root, unsigned period_ms) {
   }
 }
 
+Result<FeederState> feeder_recorded(const Sysroot &root) {
+  return load_state(root);
+}
+
 Result<FeederStatus> feeder_status(const Sysroot &root) {
   LiveFeederOs os(root);
   if (root.acts_on_node()) {

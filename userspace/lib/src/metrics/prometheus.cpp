@@ -102,6 +102,38 @@ std::vector<MetricFamily> node_metrics(const NodeStatus &status, std::string_vie
   return out;
 }
 
+std::vector<MetricFamily> resource_metrics(const std::optional<PoolStatus> &pool, const FeederState &feeder) {
+  std::vector<MetricFamily> out;
+  if (pool) {
+    const auto bytes = [](std::uint64_t pages) { return static_cast<double>(pages * k_pool_page_size); };
+    MetricFamily nodes{"mltune_pool_bytes",
+                       "Huge-page pool memory per NUMA node: free (ready to map) and mapped (in buffers).",
+                       "gauge",
+                       {}};
+    for (const auto &n : pool->nodes) {
+      nodes.samples.push_back({{{"node", std::to_string(n.node)}, {"state", "free"}}, bytes(n.free)});
+      nodes.samples.push_back({{{"node", std::to_string(n.node)}, {"state", "mapped"}}, bytes(n.mapped)});
+    }
+    out.push_back(std::move(nodes));
+    MetricFamily users{
+        "mltune_pool_user_mapped_bytes", "Pool memory each user has mapped (users with none left out).", "gauge", {}};
+    for (const auto &u : pool->users) {
+      users.samples.push_back({{{"uid", std::to_string(u.uid)}}, bytes(u.pages)});
+    }
+    out.push_back(std::move(users));
+    out.push_back({"mltune_pool_user_quota_bytes",
+                   "Pool memory one user may have mapped at a time (0: no limit).",
+                   "gauge",
+                   {{{}, bytes(pool->user_quota)}}});
+  }
+  MetricFamily cpus{
+      "mltune_feeder_cpus", "GPU-feeder cores in force, by mechanism (0 when feeder cores are off).", "gauge", {}};
+  cpus.samples.push_back({{{"mechanism", feeder.active ? feeder.mechanism : std::string("off")}},
+                          feeder.active ? static_cast<double>(feeder.cpus.count()) : 0.0});
+  out.push_back(std::move(cpus));
+  return out;
+}
+
 std::string prometheus_text(const std::vector<MetricFamily> &families) {
   std::string out;
   for (const auto &f : families) {
