@@ -29,31 +29,17 @@ cleanup() {
 trap cleanup EXIT
 
 knobs=$(for p in training inference; do $M --json profile show $p | jq -r '.knobs[].path'; done | sort -u)
-# Every setting any domain touches, one "what=value" line each.
-snapshot() {
-	for p in $knobs; do
-		[ -e "$p" ] && echo "$p=$(tr -s ' \t\n' ' ' <"$p" | sed 's/ $//')"
-	done
-	for i in eth0 eth1; do
-		for o in -g -c -l -k; do
-			ethtool $o $i 2>/dev/null | sed "s/^/$i $o /"
-		done
-	done
-	for f in /proc/irq/*/smp_affinity_list /sys/class/net/eth*/queues/rx-*/rps_cpus \
-		/sys/class/net/eth*/queues/rx-*/rps_flow_cnt; do
-		echo "$f=$(cat "$f" 2>/dev/null)"
-	done
-	echo "thread=$(chrt -p $tpid | tr '\n' ' ')"
-	grep Cpus_allowed_list /proc/$tpid/status
-	find /sys/fs/cgroup -name 'cpuset.cpus*' | sort | while read -r f; do echo "$f=$(cat "$f")"; done
-	cut -d' ' -f1 /proc/modules | sort | tr '\n' ' '
-	echo
-	for f in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do
-		[ -e "$f" ] && echo "$f=$(cat "$f")"
-	done
-	ls /sys/kernel/mm/hugepages/ 2>/dev/null | while read -r h; do
-		echo "$h=$(cat /sys/kernel/mm/hugepages/$h/nr_hugepages)"
-	done
+# Every setting any domain touches (tests/guest/lib.sh), the thread's policy.
+snapshot() { node_settings "$knobs" "$tpid"; }
+# unchanged NAME: the node's snapshot is the one taken before the switch.
+unchanged() {
+	snapshot >$T/now
+	if diff $T/before $T/now >$T/diff; then
+		t_ok "$1"
+	else
+		t_fail "$1"
+		sed 's/^/# /' $T/diff | head -30
+	fi
 }
 
 # ctr [UNSHARE-OPTIONS] -- CMD...: CMD in a container: a mount namespace
@@ -81,8 +67,7 @@ ctr() {
 }
 
 $M off >/dev/null 2>&1
-before=$(snapshot)
-echo "$before" >$T/before
+snapshot >$T/before
 
 out=$(ctr -- $M --sysroot /host -v switch training 2>&1)
 t_check "container: switch training (host at /host, host network and PIDs) exits 0" test $? = 0
@@ -102,13 +87,7 @@ t_check "node: the matching thread got the rule's policy (DEADLINE, or its fallb
 out=$(ctr -- $M --sysroot /host off 2>&1)
 t_check "container: off exits 0" test $? = 0
 echo "$out" | sed 's/^/# /'
-snapshot >$T/after
-if diff $T/before $T/after >$T/diff; then
-	t_ok "node: every setting is as before the container's switch"
-else
-	t_fail "node: every setting is as before the container's switch"
-	sed 's/^/# /' $T/diff | head -30
-fi
+unchanged "node: every setting is as before the container's switch"
 
 # A container with a PID namespace of its own cannot reach the node's
 # threads: refused, with the reason, nothing applied.
@@ -116,11 +95,5 @@ out=$(ctr --pid --fork -- $M --sysroot /host switch training 2>&1)
 rc=$?
 t_check "container without hostPID: switch training is refused (exit $rc)" test $rc != 0
 t_check "container without hostPID: the error names the PID namespace" sh -c 'echo "$1" | grep -q "own PID namespace"' sh "$out"
-snapshot >$T/after2
-if diff $T/before $T/after2 >$T/diff2; then
-	t_ok "node: nothing applied by the refused switch"
-else
-	t_fail "node: nothing applied by the refused switch"
-	sed 's/^/# /' $T/diff2 | head -30
-fi
+unchanged "node: nothing applied by the refused switch"
 t_done

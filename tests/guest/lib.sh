@@ -34,3 +34,47 @@ vm_host_run() {
 	rm -f "$MLTUNE_VM_OUT/host-run.rc"
 	return "$_rc"
 }
+
+# node_settings KNOBS PID: every setting a profile domain touches, one
+# "what=value" line each (the one-transaction snapshot): the knob files
+# KNOBS, both NICs (ethtool -g/-c/-l/-k, MTU, queue length, RPS), every
+# IRQ's affinity, loaded modules, the policies of PID's threads, cgroup
+# cpusets, pool reservations, block queues, CPU governor and idle states.
+node_settings() {
+	for p in $1; do
+		[ -e "$p" ] && echo "$p=$(tr -s ' \t\n' ' ' <"$p" | sed 's/ $//')"
+	done
+	for i in eth0 eth1; do
+		for o in -g -c -l -k; do
+			ethtool $o $i 2>/dev/null | sed "s/^/$i $o /"
+		done
+		echo "$i mtu=$(cat /sys/class/net/$i/mtu) txqlen=$(cat /sys/class/net/$i/tx_queue_len)"
+		for q in /sys/class/net/$i/queues/rx-*; do
+			echo "$q rps=$(cat $q/rps_cpus) flow=$(cat $q/rps_flow_cnt)"
+		done
+	done
+	echo "rps_sock_flow_entries=$(cat /proc/sys/net/core/rps_sock_flow_entries)"
+	for f in /proc/irq/*/smp_affinity_list; do echo "$f=$(cat $f)"; done
+	echo "irq default=$(cat /proc/irq/default_smp_affinity)"
+	echo "modules: $(cut -d' ' -f1 /proc/modules | sort | tr '\n' ' ')"
+	# thread policies of the test process: policy, priority, nice
+	for t in /proc/$2/task/*; do
+		echo "$(cat $t/comm): $(stat_of $t policy) $(stat_of $t prio) $(stat_of $t nice)"
+	done
+	find /sys/fs/cgroup -name 'cpuset.cpus*' 2>/dev/null | sort | while read -r f; do
+		echo "$f=$(cat $f)"
+	done
+	for f in /sys/kernel/mltune/hugepool/node*/reserved; do [ -e $f ] && echo "$f=$(cat $f)"; done
+	for f in /sys/block/*/queue/scheduler /sys/block/*/queue/wbt_lat_usec /sys/block/*/queue/read_ahead_kb \
+		/sys/block/*/queue/nr_requests; do
+		[ -e $f ] && echo "$f=$(cat $f)"
+	done
+	for f in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor /sys/devices/system/cpu/cpu*/cpuidle/state*/disable; do
+		[ -e $f ] && echo "$f=$(cat $f)"
+	done
+}
+# stat_of TASKDIR policy|prio|nice: fields 41, 18, 19 of stat, counted after
+# the comm, which may hold spaces ("NCCL Service  0")
+stat_of() {
+	sed 's/.*) //' $1/stat 2>/dev/null | awk -v f=$2 '{print f == "policy" ? $39 : f == "prio" ? $16 : $17}'
+}

@@ -7,6 +7,8 @@
 #     profile's module (tcp_bbr) is loaded before its knob (bbr);
 #   - a snapshot of every setting any domain touches, taken before anything
 #     ran, is identical after switch training, switch inference, off;
+#   - a driver refusal in the middle of the NIC commit leaves the snapshot
+#     unchanged and names the nic step;
 #   - a fault injected after each step (MLTUNE_FAIL_STEP) leaves the
 #     snapshot unchanged and the error names the step;
 #   - kill -9 of `mltunectl switch` at random points, then `off`: snapshot;
@@ -22,7 +24,7 @@ for b in ethtool jq nccl_mimic; do
 	command -v $b >/dev/null || { echo "1..0 # SKIP $b not in the guest"; exit 4; }
 done
 [ -d /sys/class/net/eth1 ] || { echo "1..0 # SKIP needs both NICs"; exit 4; }
-t_plan 23
+t_plan 24
 T=/tmp/node-test
 rm -rf $T; mkdir -p $T
 
@@ -35,7 +37,7 @@ while ! grep -q "^spawn result" $T/mimic.log && [ $i -lt 600 ]; do sleep 0.1; i=
 cleanup() {
 	touch $T/release
 	[ -n "${fpid:-}" ] && kill "$fpid" 2>/dev/null
-	rm -f /etc/mltune/profiles/bad.toml
+	rm -f /etc/mltune/profiles/bad.toml /etc/mltune/profiles/drvfail.toml
 	echo -bad >/sys/kernel/mltune/profiles/control 2>/dev/null
 	$M off >/dev/null 2>&1
 	ip link set eth0 up 2>/dev/null
@@ -50,45 +52,8 @@ knob_paths() {
 }
 KNOBS=$(knob_paths)
 
-# Every setting any domain touches, one "what=value" line each.
-snapshot() {
-	for p in $KNOBS; do
-		[ -e "$p" ] && echo "$p=$(tr -s ' \t\n' ' ' <"$p" | sed 's/ $//')"
-	done
-	for i in eth0 eth1; do
-		for o in -g -c -l -k; do
-			ethtool $o $i 2>/dev/null | sed "s/^/$i $o /"
-		done
-		echo "$i mtu=$(cat /sys/class/net/$i/mtu) txqlen=$(cat /sys/class/net/$i/tx_queue_len)"
-		for q in /sys/class/net/$i/queues/rx-*; do
-			echo "$q rps=$(cat $q/rps_cpus) flow=$(cat $q/rps_flow_cnt)"
-		done
-	done
-	echo "rps_sock_flow_entries=$(cat /proc/sys/net/core/rps_sock_flow_entries)"
-	for f in /proc/irq/*/smp_affinity_list; do echo "$f=$(cat $f)"; done
-	echo "irq default=$(cat /proc/irq/default_smp_affinity)"
-	echo "modules: $(cut -d' ' -f1 /proc/modules | sort | tr '\n' ' ')"
-	# thread policies of the test process: policy, priority, nice
-	for t in /proc/$mpid/task/*; do
-		echo "$(cat $t/comm): $(stat_of $t policy) $(stat_of $t prio) $(stat_of $t nice)"
-	done
-	find /sys/fs/cgroup -name 'cpuset.cpus*' 2>/dev/null | sort | while read -r f; do
-		echo "$f=$(cat $f)"
-	done
-	for f in /sys/kernel/mltune/hugepool/node*/reserved; do [ -e $f ] && echo "$f=$(cat $f)"; done
-	for f in /sys/block/*/queue/scheduler /sys/block/*/queue/wbt_lat_usec /sys/block/*/queue/read_ahead_kb \
-		/sys/block/*/queue/nr_requests; do
-		[ -e $f ] && echo "$f=$(cat $f)"
-	done
-	for f in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor /sys/devices/system/cpu/cpu*/cpuidle/state*/disable; do
-		[ -e $f ] && echo "$f=$(cat $f)"
-	done
-}
-# stat_of TASKDIR policy|prio|nice: fields 41, 18, 19 of stat, counted after
-# the comm, which may hold spaces ("NCCL Service  0")
-stat_of() {
-	sed 's/.*) //' $1/stat 2>/dev/null | awk -v f=$2 '{print f == "policy" ? $39 : f == "prio" ? $16 : $17}'
-}
+# Every setting any domain touches (tests/guest/lib.sh), the mimic's threads.
+snapshot() { node_settings "$KNOBS" "$mpid"; }
 same() { # same NAME: the snapshot equals the one taken at boot
 	snapshot >$T/now
 	if cmp -s $T/boot $T/now; then t_ok "$1"; else
@@ -147,6 +112,21 @@ for step in modules knobs nic sched; do
 		same "fault after $step: node as before, error names the step"
 	else t_fail "fault after $step: error names the step"; sed 's/^/# /' $T/f.out; fi
 done
+
+# A real driver error in the middle of the NIC commit, after the modules,
+# the knobs and the e1000e's settings are in: virtio-net without
+# notification coalescing takes rx-frames 1 only (EINVAL), which the plan
+# cannot know. Everything goes back; the step and the reason are named.
+mkdir -p /etc/mltune/profiles
+printf 'include = ["training"]\n[nic."virtio_net"]\ncoalesce = { rx-frames = 2 }\n' \
+	>/etc/mltune/profiles/drvfail.toml
+if $M switch drvfail >$T/d.out 2>&1; then
+	t_fail "a driver refusal in the NIC commit: switch must fail"
+	sed 's/^/# /' $T/d.out
+elif grep -q "^mltunectl: error: nic apply" $T/d.out && grep -qiE "invalid argument|not supported" $T/d.out; then
+	same "a driver refusal in the NIC commit: node as before, the nic step and the kernel's reason named"
+else t_fail "a driver refusal in the NIC commit: error names the step"; sed 's/^/# /' $T/d.out; fi
+rm -f /etc/mltune/profiles/drvfail.toml
 
 # ---- 4. kill -9 of the switch at random points, then off ----------------------
 ok=1
