@@ -55,6 +55,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/err.h>
@@ -152,9 +153,9 @@ struct feeder_plan {
  *     for a moment to copy an affinity; irq_set_affinity() takes the same
  *     lock. Descriptor locks nest inside feeder_lock, never around it, and
  *     nothing in atomic context takes feeder_lock.
- *   - feeder_hp_fn() (the hotplug work) takes it with mutex_lock(); the
- *     hotplug callbacks only queue that work and never take it, so it is
- *     never held inside the CPU hotplug lock's write side.
+ *   - feeder_hp_fn() (the hotplug work) takes it with mutex_lock() inside
+ *     cpus_read_lock(); nothing takes the CPU hotplug lock inside it. The
+ *     hotplug callbacks only queue that work and never take it.
  *   - mltune_feeder_exit() takes it after the sysfs directory is gone and
  *     the hotplug callbacks and work are removed (nothing else runs).
  */
@@ -752,6 +753,12 @@ static void feeder_hp_fn(struct work_struct *work)
 		goto free_feeder;
 	if (!zalloc_cpumask_var(&tmp, GFP_KERNEL))
 		goto free_hk;
+	/*
+	 * Queued from inside the hotplug operation: the read side waits for
+	 * its end (CPU dead and its IRQs moved, or every online callback
+	 * run, drivers' included), and holds the online mask still.
+	 */
+	cpus_read_lock();
 	mutex_lock(&feeder_lock);
 	ret = 0;
 	if (!cpumask_empty(feeder_cpus)) {
@@ -761,6 +768,7 @@ static void feeder_hp_fn(struct work_struct *work)
 			ret = feeder_set(feeder, hk, tmp, true);
 	}
 	mutex_unlock(&feeder_lock);
+	cpus_read_unlock();
 	free_cpumask_var(tmp);
 free_hk:
 	free_cpumask_var(hk);

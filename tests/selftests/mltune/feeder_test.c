@@ -312,6 +312,16 @@ TEST_F_TIMEOUT(feeder, hotplug_keeps_feeder_cpus_clear, 120)
 	ASSERT_EQ(0, snap_check_steered(&orig, &self->f1));
 
 	ASSERT_EQ(0, mltune_write_file(hpath, "0"));
+	/* While the CPU stays offline, too. */
+	for (tries = 0; tries < 100; tries++) {
+		bad = feeder_cpus_allowed(&orig, &self->f1, tries == 99);
+		if (!bad)
+			break;
+		usleep(50000);
+	}
+	ksft_print_msg("feeder CPUs clear %d ms after cpu%d went offline\n",
+		       tries * 50, hk);
+	EXPECT_EQ(0, bad);
 	ASSERT_EQ(0, mltune_write_file(fpath, "0"));
 	ASSERT_EQ(0, mltune_write_file(fpath, "1"));
 	ASSERT_EQ(0, mltune_write_file(hpath, "1"));
