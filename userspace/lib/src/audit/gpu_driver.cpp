@@ -11,8 +11,10 @@
 #include <algorithm>
 #include <cctype>
 #include <dlfcn.h>
+#include <gnu/libc-version.h>
 #include <map>
 #include <memory>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 namespace mltune::detail {
@@ -165,6 +167,24 @@ std::string sysfs_pci_address(std::string_view bus_id) {
 }
 
 Result<NvidiaState> query_nvml(const std::string &library) {
+  // A statically linked program (no dynamic loader: AT_BASE is 0) can load
+  // a shared library only where the system's glibc is the one it was linked
+  // with: another maps a libc that dies in its early init (SIGFPE in
+  // __libc_early_init, seen with libnvidia-ml.so.1 on an H200 node whose
+  // glibc is newer). There nvidia-smi answers instead.
+  if (::getauxval(AT_BASE) == 0) {
+    const std::string linked = std::string("glibc ") + ::gnu_get_libc_version();
+    auto sys = detail::run_command({"getconf", "GNU_LIBC_VERSION"}, detail::CommandOutput::stdout_only);
+    std::string found = sys && sys->status == 0 ? sys->output : std::string("unknown");
+    while (!found.empty() && (found.back() == '\n' || found.back() == ' ')) {
+      found.pop_back();
+    }
+    if (found != linked) {
+      return failure(library + ": not loaded: this mltunectl is statically linked with " + linked +
+                     " and the system has " + found +
+                     " (a static program loads shared libraries of its own glibc only)");
+    }
+  }
   const DlHandle h(::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL));
   if (!h) {
     const char *e = ::dlerror();
@@ -483,7 +503,15 @@ void audit_gpu_driver(const Sysroot &root, const Topology &t, const AuditOptions
       notes.push_back(r ? "NVML reports no GPU" : "NVML: " + r.error().message);
     }
   }
-  const std::string smi = "/usr/bin/nvidia-smi";
+  // Where the driver's packages put it: the distribution's, NVIDIA's
+  // container toolkit's and the .run installer's places.
+  std::string smi = "/usr/bin/nvidia-smi";
+  for (const char *p : {"/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi", "/usr/local/bin/nvidia-smi"}) {
+    if (is_executable(root, p)) {
+      smi = p;
+      break;
+    }
+  }
   if (!st && opt.run_nvidia_smi && is_executable(root, smi)) {
     auto r = query_nvidia_smi(root.path(smi).string());
     if (r) {
