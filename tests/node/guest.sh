@@ -169,10 +169,18 @@ scrape() { # scrape PROFILE: node_exporter serves it as the active profile (with
 }
 metrics_now() { systemctl start mltune-metrics.service; }
 exporter_serves_training() {
-	[ "$(systemctl is-active prometheus-node-exporter.service)" = active ] &&
-		[ "$(systemctl is-active mltune-metrics.timer)" = active ] &&
-		metrics_now && scrape training &&
-		grep -q "^mltune_conformance_info{profile=\"training\",hash=\"$(mltunectl conformance)\"} 1\$" /tmp/scrape
+	[ "$(systemctl is-active prometheus-node-exporter.service)" = active ] ||
+		{ echo "prometheus-node-exporter: $(systemctl is-active prometheus-node-exporter.service)"; return 1; }
+	[ "$(systemctl is-active mltune-metrics.timer)" = active ] ||
+		{ echo "mltune-metrics.timer: $(systemctl is-active mltune-metrics.timer)"; return 1; }
+	metrics_now && scrape training || return 1
+	conf=$(mltunectl conformance)
+	# node_exporter serves the labels sorted by name
+	grep -q "^mltune_conformance_info{hash=\"$conf\",profile=\"training\"} 1\$" /tmp/scrape || {
+		echo "mltunectl conformance: '$conf'; served: $(grep '^mltune_conformance' /tmp/scrape)"
+		mltunectl active
+		return 1
+	}
 }
 exporter_follows_switch() {
 	mltunectl switch inference && metrics_now && scrape inference &&
