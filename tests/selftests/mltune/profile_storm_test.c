@@ -7,7 +7,8 @@
  * counted every switch. MLTUNE_STORM_SWITCHES overrides the per-thread
  * count; on a slow guest the storm stops at the first quiescent point
  * after BUDGET_S seconds and says so. Slab (after dropping caches) must
- * not grow by SLAB_TOLERANCE_KB over the storm: no per-switch leak.
+ * not grow by SLAB_TOLERANCE_KB over the storm, or, when it did, by half
+ * that over a second storm: no per-switch leak.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -231,7 +232,21 @@ TEST_F_TIMEOUT(storm, writers_and_readers, 110)
 	slab1 = slab_kb();
 	ksft_print_msg("Slab %ld kB -> %ld kB (tolerance %d kB)\n", slab0,
 		       slab1, SLAB_TOLERANCE_KB);
-	EXPECT_LT(slab1 - slab0, SLAB_TOLERANCE_KB);
+	if (slab1 - slab0 >= SLAB_TOLERANCE_KB) {
+		/*
+		 * Over the tolerance once (seen: 1036 kB on a loaded 6.1
+		 * guest, from proc and kernfs caches): a leak grows again by
+		 * as much over a second storm of the same length, cache noise
+		 * does not.
+		 */
+		long slab2;
+
+		ASSERT_LT(0, run_storm(total));
+		slab2 = slab_kb();
+		ksft_print_msg("second storm: Slab %ld kB -> %ld kB (tolerance %d kB)\n",
+			       slab1, slab2, SLAB_TOLERANCE_KB / 2);
+		EXPECT_LT(slab2 - slab1, SLAB_TOLERANCE_KB / 2);
+	}
 	EXPECT_EQ(0, switches_failed);
 	EXPECT_EQ(0, errors);
 	EXPECT_EQ(0, switch_to("baseline"));
