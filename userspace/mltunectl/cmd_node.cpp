@@ -109,13 +109,7 @@ void run_conformance(Context &ctx) {
   } else if (st->profile.empty()) {
     *ctx.err << "mltunectl: no profile is active\n";
   } else {
-    std::string out_of_line;
-    for (const auto &d : st->domains) {
-      if (d.state == "drifted" || d.state == "failed" || d.state == "rolled-back") {
-        out_of_line += (out_of_line.empty() ? "" : ", ") + d.domain + " " + d.state;
-      }
-    }
-    *ctx.err << "mltunectl: the node is not in line with '" << st->profile << "' (" << out_of_line << ")\n";
+    *ctx.err << "mltunectl: the node is not in line with '" << st->profile << "' (" << st->out_of_line() << ")\n";
   }
 }
 

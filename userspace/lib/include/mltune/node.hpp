@@ -137,6 +137,8 @@ struct NodeStatus {
   // A profile is active and no domain is drifted, failed or rolled back
   // (what verify checks).
   [[nodiscard]] bool in_line() const;
+  // The domains that keep it out of line ("knobs drifted, nic failed").
+  [[nodiscard]] std::string out_of_line() const;
   // What a scheduler can match a node on: the fingerprint while in line, ""
   // otherwise (no profile, or drifted).
   [[nodiscard]] std::string conformance() const { return in_line() ? fingerprint : std::string(); }

@@ -696,10 +696,8 @@ void live_scx_forget([[maybe_unused]] int tid) {
 
 class LiveFeederOs final : public FeederOs {
 public:
-  explicit LiveFeederOs(Sysroot root) : root_(std::move(root)) {}
-  std::vector<FeederTask> kthreads() override {
-    return root_.acts_on_node() ? mltune::kthreads(root_) : std::vector<FeederTask>{};
-  }
+  explicit LiveFeederOs(Sysroot root) : root_(std::move(root)), on_node_(root_.acts_on_node()) {}
+  std::vector<FeederTask> kthreads() override { return on_node_ ? mltune::kthreads(root_) : std::vector<FeederTask>{}; }
   bool get_affinity(int pid, CpuSet &out) override { return mltune::get_affinity(pid, out); }
   bool set_affinity(int pid, const CpuSet &cpus) override { return mltune::set_affinity(pid, cpus); }
   Status scx_attach(const FeederState &s, bool update) override { return live_scx_attach(root_, s, update); }
@@ -709,10 +707,10 @@ public:
   std::vector<FeederIntruder> scx_intruders() override { return live_scx_intruders(); }
   void scx_forget(int tid) override { live_scx_forget(tid); }
   std::vector<FeederIntruder> threads(const std::string &feeder_cg) override {
-    return root_.acts_on_node() ? live_threads(root_, feeder_cg) : std::vector<FeederIntruder>{};
+    return on_node_ ? live_threads(root_, feeder_cg) : std::vector<FeederIntruder>{};
   }
   void start_watcher() override {
-    if (root_.acts_on_node()) {
+    if (on_node_) {
       live_start_watcher();
     }
   }
@@ -720,6 +718,7 @@ public:
 
 private:
   Sysroot root_;
+  bool on_node_; // root_.acts_on_node(), read once: each asks the kernel four times
 };
 
 // Runtime change of the feeder CPUs ('feeder on --cpus NEW' while on).

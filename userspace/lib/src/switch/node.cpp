@@ -294,10 +294,26 @@ DomainState persist_state(const Sysroot &root) {
 
 } // namespace
 
+namespace {
+
+bool out_of_line_state(const DomainState &d) {
+  return d.state == "drifted" || d.state == "failed" || d.state == "rolled-back";
+}
+
+} // namespace
+
 bool NodeStatus::in_line() const {
-  return !profile.empty() && std::none_of(domains.begin(), domains.end(), [](const DomainState &d) {
-    return d.state == "drifted" || d.state == "failed" || d.state == "rolled-back";
-  });
+  return !profile.empty() && std::none_of(domains.begin(), domains.end(), out_of_line_state);
+}
+
+std::string NodeStatus::out_of_line() const {
+  std::string out;
+  for (const auto &d : domains) {
+    if (out_of_line_state(d)) {
+      out += (out.empty() ? "" : ", ") + d.domain + " " + d.state;
+    }
+  }
+  return out;
 }
 
 Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
