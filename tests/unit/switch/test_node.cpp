@@ -262,7 +262,11 @@ TEST_F(Node, ModulesSkippedRequiredAndInUse) {
   ASSERT_TRUE(sw.run({}));
   ASSERT_EQ(sw.modules().skipped().size(), 1U);
   EXPECT_NE(sw.modules().skipped()[0].find("tcp_bbr: modprobe: FATAL"), std::string::npos);
-  ASSERT_TRUE(node_off(root, seams));
+  // Not loaded, so not mltune's to unload: off has no module to report.
+  auto skipped_off = node_off(root, seams);
+  ASSERT_TRUE(skipped_off);
+  EXPECT_EQ(skipped_off->domains.back().domain, "modules");
+  EXPECT_EQ(skipped_off->domains.back().state, "off") << skipped_off->domains.back().detail;
   EXPECT_EQ(snapshot(), before);
 
   Profile req = training;
@@ -285,6 +289,7 @@ TEST_F(Node, ModulesSkippedRequiredAndInUse) {
   off = node_off(root, seams);
   ASSERT_TRUE(off);
   EXPECT_EQ(off->domains.back().state, "restored");
+  EXPECT_EQ(off->domains.back().detail, "unloaded tcp_bbr");
   EXPECT_EQ(snapshot(), before);
 }
 

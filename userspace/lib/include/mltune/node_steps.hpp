@@ -58,6 +58,8 @@ public:
   [[nodiscard]] const std::vector<std::string> &skipped() const { return skipped_; } // "name: why"
   // Modules baseline() left loaded because they are in use: "name: why".
   [[nodiscard]] const std::vector<std::string> &in_use() const { return in_use_; }
+  // Modules baseline() unloaded (one already gone is not listed).
+  [[nodiscard]] const std::vector<std::string> &unloaded() const { return unloaded_; }
 
 private:
   const Profile &profile_;
@@ -68,6 +70,7 @@ private:
   std::vector<std::string> loaded_;
   std::vector<std::string> skipped_;
   std::vector<std::string> in_use_;
+  std::vector<std::string> unloaded_;
 };
 
 // The profile's kernel command line ([boot], profile.hpp): the GRUB drop-in

@@ -159,18 +159,34 @@ Status ModuleStep::apply() {
   if (auto st = detail::save_baseline(root_, *b); !st) {
     return st;
   }
+  std::vector<std::string> not_loaded;
+  Status failed;
   for (const auto *m : todo_) {
     auto st = loader_->load(m->name);
     if (st) {
       loaded_.push_back(m->name);
       continue;
     }
+    if (!loader_->loaded(m->name)) {
+      not_loaded.push_back(m->name);
+    }
     if (m->required) {
-      return with_context(st.error(), m->name + " (" + m->origin + ", required)");
+      failed = with_context(st.error(), m->name + " (" + m->origin + ", required)");
+      break;
     }
     skipped_.push_back(m->name + ": " + st.error().message);
   }
-  return {};
+  // A module that did not load is not one mltune loaded: `off` must not
+  // count it as unloaded.
+  if (!not_loaded.empty()) {
+    std::erase_if(b->modules, [&](const std::string &n) {
+      return std::find(not_loaded.begin(), not_loaded.end(), n) != not_loaded.end();
+    });
+    if (auto st = detail::save_baseline(root_, *b); !st && failed) {
+      return st;
+    }
+  }
+  return failed;
 }
 
 Status ModuleStep::verify() {
@@ -206,11 +222,14 @@ Status ModuleStep::baseline() {
     return b.error();
   }
   std::vector<std::string> keep;
+  unloaded_.clear();
   for (const auto &name : std::views::reverse(b->modules)) {
     if (!loader_->loaded(name)) {
       continue;
     }
-    if (auto st = loader_->unload(name); !st) {
+    if (auto st = loader_->unload(name); st) {
+      unloaded_.push_back(name);
+    } else {
       in_use_.push_back(name + ": " + st.error().message);
       keep.insert(keep.begin(), name);
     }

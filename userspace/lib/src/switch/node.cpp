@@ -539,11 +539,17 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
     // Not a failure: the module goes when its last user does.
     return {"modules", "pending", "still in use, left loaded (off unloads it next time): " + why};
   }
-  std::string names;
+  std::string unloaded;
+  std::string gone;
   for (const auto &n : was) {
-    names += (names.empty() ? "" : ", ") + n;
+    const bool by_us = std::find(step.unloaded().begin(), step.unloaded().end(), n) != step.unloaded().end();
+    std::string &list = by_us ? unloaded : gone;
+    list += (list.empty() ? "" : ", ") + n;
   }
-  return {"modules", "restored", "unloaded " + names};
+  if (unloaded.empty()) {
+    return {"modules", "restored", gone + ": no longer loaded"};
+  }
+  return {"modules", "restored", "unloaded " + unloaded + (gone.empty() ? "" : "; " + gone + ": no longer loaded")};
 }
 
 DomainState off_knobs(const Sysroot &root) {
