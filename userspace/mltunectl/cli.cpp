@@ -3,6 +3,8 @@
 #include "mltune/config.hpp"
 #include "mltune/cpulist.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <ostream>
 
 namespace mltune::cli {
@@ -18,6 +20,23 @@ void Context::fail(const Error &e) {
 
 void Context::emit(const nlohmann::json &j) const {
   *out << j.dump(2) << "\n";
+}
+
+namespace {
+// When this command started (static initialisation, before main()).
+const auto k_started = std::chrono::steady_clock::now();
+} // namespace
+
+std::function<void(std::string_view, std::string_view)> Context::step_progress() const {
+  if (verbose == 0 || json) {
+    return {};
+  }
+  return [this](std::string_view step, std::string_view phase) {
+    const std::chrono::duration<double, std::milli> t = std::chrono::steady_clock::now() - k_started;
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.3f", t.count());
+    *err << "mltunectl: " << ms << " ms " << step << ": " << phase << "\n";
+  };
 }
 
 std::string Context::default_profile() const {

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -52,6 +53,10 @@ struct Context {
   // The default profile: the profile of the node configuration
   // (<sysroot>/etc/mltune/mltune.toml) when it names one and loads, else "training".
   [[nodiscard]] std::string default_profile() const;
+  // With -v (and no --json), a printer of each transaction phase and the
+  // time since the command started ("mltunectl: 1.234 ms nic: apply"), for
+  // TransactionOptions::progress; empty otherwise.
+  [[nodiscard]] std::function<void(std::string_view, std::string_view)> step_progress() const;
 };
 
 void register_profile(CLI::App &app, Context &ctx);

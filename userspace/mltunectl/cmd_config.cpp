@@ -92,11 +92,7 @@ void run_apply(Context &ctx, const ConfigArgs &a) {
   ConfigApplyOptions opt;
   opt.baseline_on_failure = !a.reload;
   opt.dry_run = ctx.dry_run;
-  if (ctx.verbose > 0 && !ctx.json) {
-    opt.progress = [&ctx](std::string_view step, std::string_view phase) {
-      *ctx.err << "mltunectl: " << step << ": " << phase << "\n";
-    };
-  }
+  opt.progress = ctx.step_progress();
   auto r = apply_config(ctx.root(), *c, opt);
   if (!r) {
     return ctx.fail(r.error());

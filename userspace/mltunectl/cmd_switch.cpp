@@ -165,12 +165,11 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   if (const char *f = std::getenv("MLTUNE_FAIL_STEP")) { // tests: Documentation/mltunectl.rst
     opt.fail_after = f;
   }
-  if (ctx.verbose > 0 && !ctx.json) {
-    opt.progress = [&ctx](std::string_view step, std::string_view phase) {
-      *ctx.err << "mltunectl: " << step << ": " << phase << "\n";
-    };
-  }
+  opt.progress = ctx.step_progress();
   auto done = sw.run(opt);
+  if (opt.progress) {
+    opt.progress("switch", done ? "done" : "failed");
+  }
   if (!done) {
     return ctx.fail(done.error());
   }

@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <unistd.h>
+
 using namespace mltune;
 using mltune::test::FakeSysroot;
 
@@ -18,6 +21,39 @@ TEST(ProcStat, CommWithSpacesAndParentheses) {
   EXPECT_EQ(s->fields.at(0), "S");
   EXPECT_EQ(s->field<unsigned>(proc::k_stat_flags), 4194560U);
   EXPECT_EQ(s->field<uint64_t>(proc::k_stat_starttime), 987654U);
+}
+
+// The thread scan of a tree: every numeric task with its name, by pid then
+// tid (numerically: 9 before 10), newline stripped; other entries and
+// tasks without a comm file are left out.
+TEST(ProcTaskNames, ScansEveryThreadByPidAndTid) {
+  const FakeSysroot fake;
+  fake.set("/proc/10/task/10/comm", "python3\n");
+  fake.set("/proc/10/task/12/comm", "NCCL Service 0\n");
+  fake.set("/proc/10/task/11/comm", "pt_autograd_0\n");
+  fake.set("/proc/9/task/9/comm", "sshd");
+  fake.set("/proc/9/task/notatid/comm", "x\n");
+  fake.set("/proc/self/task/1/comm", "x\n");
+  fake.set("/proc/sys/kernel/ostype", "Linux\n");
+  fake.set("/proc/11/task/13/stat", "13 (gone) Z 1");
+  const auto t = proc::task_names(fake.root());
+  ASSERT_EQ(t.size(), 4U);
+  EXPECT_EQ(t[0].pid, 9);
+  EXPECT_EQ(t[0].comm, "sshd");
+  EXPECT_EQ(t[1].tid, 10);
+  EXPECT_EQ(t[1].comm, "python3");
+  EXPECT_EQ(t[2].tid, 11);
+  EXPECT_EQ(t[3].pid, 10);
+  EXPECT_EQ(t[3].tid, 12);
+  EXPECT_EQ(t[3].comm, "NCCL Service 0");
+  EXPECT_TRUE(proc::task_names(Sysroot("/nonexistent-mltune-root")).empty());
+}
+
+// On the live node the scan finds this thread under its own name.
+TEST(ProcTaskNames, FindsThisThreadOnTheLiveNode) {
+  const auto t = proc::task_names(Sysroot("/"));
+  const int me = static_cast<int>(::getpid());
+  EXPECT_TRUE(std::any_of(t.begin(), t.end(), [&](const proc::TaskName &n) { return n.pid == me && n.tid == me; }));
 }
 
 TEST(ProcStat, ShortOrMalformedLines) {

@@ -1,7 +1,16 @@
 // /proc/PID/stat parsing (see base/proc.hpp).
 #include "base/proc.hpp"
 
+#include "base/unique_fd.hpp"
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace mltune::proc {
 
@@ -34,6 +43,86 @@ std::vector<int> pids(const std::vector<std::string> &names) {
     }
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+// The numeric entries of the directory `fd`, through getdents64 (no
+// per-entry stat, unlike readdir() through std::filesystem).
+std::vector<int> numeric_entries(int fd) {
+  std::vector<int> out;
+  alignas(8) std::array<char, 16384> buf{};
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      break;
+    }
+    for (long off = 0; off < n;) {
+      dirent64 d{};
+      // d_name may run past sizeof(dirent64) in the buffer: copy the fixed
+      // part, then read the name in place.
+      std::memcpy(&d, buf.data() + off, offsetof(dirent64, d_name));
+      const char *name = buf.data() + off + offsetof(dirent64, d_name);
+      if (auto v = parse_int<int>(std::string_view(name)); v && *v > 0) {
+        out.push_back(*v);
+      }
+      off += d.d_reclen;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A small procfs file relative to `dir`: one read (procfs returns a comm or
+// stat line whole); nullopt when it cannot be opened or read.
+std::optional<std::string> read_at(int dir, const std::string &rel, size_t max) {
+  const UniqueFd fd(::openat(dir, rel.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    return std::nullopt;
+  }
+  std::string out(max, '\0');
+  ssize_t n = 0;
+  do {
+    n = ::read(fd.get(), out.data(), out.size());
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
+    return std::nullopt;
+  }
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::string strip_newline(std::string s) {
+  if (!s.empty() && s.back() == '\n') {
+    s.pop_back();
+  }
+  return s;
+}
+
+} // namespace
+
+std::vector<TaskName> task_names(const Sysroot &root) {
+  std::vector<TaskName> out;
+  const UniqueFd proc(::open(root.path("/proc").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!proc) {
+    return out;
+  }
+  for (const int pid : numeric_entries(proc.get())) {
+    const UniqueFd task(
+        ::openat(proc.get(), (std::to_string(pid) + "/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!task) {
+      continue; // exited
+    }
+    for (const int tid : numeric_entries(task.get())) {
+      if (auto comm = read_at(task.get(), std::to_string(tid) + "/comm", 64)) {
+        out.push_back({pid, tid, strip_newline(std::move(*comm))});
+      }
+    }
+  }
   return out;
 }
 

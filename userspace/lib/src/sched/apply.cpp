@@ -104,6 +104,18 @@ public:
     return t;
   }
 
+  [[nodiscard]] std::vector<ThreadInfo> thread_names() const override {
+    std::vector<ThreadInfo> out;
+    for (auto &t : proc::task_names(root_)) {
+      ThreadInfo i;
+      i.pid = t.pid;
+      i.tid = t.tid;
+      i.comm = std::move(t.comm);
+      out.push_back(std::move(i));
+    }
+    return out;
+  }
+
   [[nodiscard]] Result<std::string> comm(int pid, int tid) const override {
     auto comm = root_.read("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
     if (!comm) {
@@ -410,15 +422,13 @@ Ledger build_ledger(const SchedSystem &sys, bool count_used) {
     l.domains.push_back(l.make(cg, cpus));
   }
   if (count_used) {
-    for (int pid : sys.pids()) {
-      for (int tid : sys.tids(pid)) {
-        auto a = sys.get(tid);
-        if (!a || a->policy != SchedPolicy::deadline) {
-          continue;
-        }
-        auto t = sys.thread(pid, tid);
-        l.of_cgroup(t ? t->cgroup : "/").used += a->bandwidth();
+    for (const auto &n : sys.thread_names()) {
+      auto a = sys.get(n.tid);
+      if (!a || a->policy != SchedPolicy::deadline) {
+        continue;
       }
+      auto t = sys.thread(n.pid, n.tid);
+      l.of_cgroup(t ? t->cgroup : "/").used += a->bandwidth();
     }
   }
   return l;
@@ -770,9 +780,15 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
   return rep;
 }
 
+// `comm`: the thread's name when the caller's scan has read it.
 Result<ThreadPlan> plan_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
-                               const SchedOptions &opt, std::map<std::string, std::string> &placements) {
-  if (auto c = sys.comm(pid, tid); !c || !sched_name_matches(rules, *c)) {
+                               const SchedOptions &opt, std::map<std::string, std::string> &placements,
+                               const std::string *comm = nullptr) {
+  if (comm != nullptr) {
+    if (!sched_name_matches(rules, *comm)) {
+      return failure("no rule");
+    }
+  } else if (auto c = sys.comm(pid, tid); !c || !sched_name_matches(rules, *c)) {
     return failure("no rule");
   }
   auto t = sys.thread(pid, tid);
@@ -942,18 +958,26 @@ Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &
   }
   std::vector<ThreadPlan> plans;
   std::map<std::string, std::string> placements;
-  std::vector<int> pids = opt.pid ? std::vector<int>{*opt.pid} : sys.pids();
-  if (opt.pid && sys.tids(*opt.pid).empty()) {
-    return input_error("no process " + std::to_string(*opt.pid));
+  std::vector<ThreadInfo> threads;
+  if (opt.pid) {
+    for (int tid : sys.tids(*opt.pid)) {
+      ThreadInfo t;
+      t.pid = *opt.pid;
+      t.tid = tid;
+      threads.push_back(std::move(t));
+    }
+    if (threads.empty()) {
+      return input_error("no process " + std::to_string(*opt.pid));
+    }
+  } else {
+    threads = sys.thread_names();
   }
-  for (int pid : pids) {
-    for (int tid : sys.tids(pid)) {
-      auto p = plan_thread(sys, rules, pid, tid, opt, placements);
-      if (p) {
-        plans.push_back(std::move(*p));
-      } else if (p.error().kind == Errc::input) {
-        return p.error();
-      }
+  for (const auto &t : threads) {
+    auto p = plan_thread(sys, rules, t.pid, t.tid, opt, placements, opt.pid ? nullptr : &t.comm);
+    if (p) {
+      plans.push_back(std::move(*p));
+    } else if (p.error().kind == Errc::input) {
+      return p.error();
     }
   }
   return run_plans(sys, std::move(plans), opt);
@@ -1071,6 +1095,22 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
   return rep;
 }
 
+std::vector<ThreadInfo> SchedSystem::thread_names() const {
+  std::vector<ThreadInfo> out;
+  for (int pid : pids()) {
+    for (int tid : tids(pid)) {
+      if (auto c = comm(pid, tid)) {
+        ThreadInfo t;
+        t.pid = pid;
+        t.tid = tid;
+        t.comm = std::move(*c);
+        out.push_back(std::move(t));
+      }
+    }
+  }
+  return out;
+}
+
 bool sched_attr_holds(const SchedAttr &cur, const SchedAttr &want) {
   return same_attr(cur, want);
 }
@@ -1080,38 +1120,46 @@ std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector
   // A state file that cannot be read lists every thread as unmanaged.
   const State st = load_state(sys.root()).value_or(State{});
   std::vector<SchedListEntry> out;
-  std::vector<int> pids = pid ? std::vector<int>{*pid} : sys.pids();
-  for (int p : pids) {
-    for (int tid : sys.tids(p)) {
-      // Only a thread some rule could name, or one the state file records,
-      // is read in full.
-      const bool recorded =
-          std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) { return e.tid == tid; });
-      if (!recorded) {
-        auto c = sys.comm(p, tid);
-        if (!c || !sched_name_matches(rules, *c)) {
-          continue;
-        }
+  std::vector<ThreadInfo> threads;
+  if (pid) {
+    for (int tid : sys.tids(*pid)) {
+      if (auto c = sys.comm(*pid, tid)) {
+        ThreadInfo t;
+        t.pid = *pid;
+        t.tid = tid;
+        t.comm = std::move(*c);
+        threads.push_back(std::move(t));
       }
-      auto t = sys.thread(p, tid);
-      if (!t) {
-        continue;
-      }
-      const SchedRule *r = sched_match(rules, *t);
-      const bool managed = std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) {
-        return e.tid == tid && e.starttime == t->starttime;
-      });
-      if (r == nullptr && !managed) {
-        continue;
-      }
-      SchedListEntry e;
-      e.thread = *t;
-      auto a = sys.get(tid);
-      e.attr = a ? *a : SchedAttr{};
-      e.rule = r != nullptr ? r->name : "";
-      e.managed = managed;
-      out.push_back(std::move(e));
     }
+  } else {
+    threads = sys.thread_names();
+  }
+  for (const auto &n : threads) {
+    // Only a thread some rule could name, or one the state file records,
+    // is read in full.
+    const bool recorded =
+        std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) { return e.tid == n.tid; });
+    if (!recorded && !sched_name_matches(rules, n.comm)) {
+      continue;
+    }
+    auto t = sys.thread(n.pid, n.tid);
+    if (!t) {
+      continue;
+    }
+    const SchedRule *r = sched_match(rules, *t);
+    const bool managed = std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) {
+      return e.tid == n.tid && e.starttime == t->starttime;
+    });
+    if (r == nullptr && !managed) {
+      continue;
+    }
+    SchedListEntry e;
+    e.thread = *t;
+    auto a = sys.get(n.tid);
+    e.attr = a ? *a : SchedAttr{};
+    e.rule = r != nullptr ? r->name : "";
+    e.managed = managed;
+    out.push_back(std::move(e));
   }
   return out;
 }
