@@ -17,8 +17,8 @@
  * gone the pool is whole. Counts of tries, acceptances and refusals (by
  * errno) are printed; the VM bed fails the run on any kernel splat.
  *
- * MLTUNE_HOSTILE_WRITES overrides the number of mutated writes (20000:
- * about a minute in an idle TCG guest, 100000 take five);
+ * MLTUNE_HOSTILE_WRITES overrides the number of mutated writes (100000:
+ * about a minute and a half in an idle TCG guest);
  * MLTUNE_HOSTILE_SEED the generator's seed (printed, to replay a run).
  */
 #define _GNU_SOURCE
@@ -38,7 +38,7 @@
 
 #include "snapshot.h"
 
-#define WRITES		20000
+#define WRITES		100000
 #define DEV_CALLS	10000
 #define HP		MLTUNE_HUGEPOOL_PAGE_SIZE
 #define DEV_PAGES	4	/* node 0's pool during the /dev/mltune test */
@@ -208,6 +208,7 @@ struct target {
 	char path[256];
 	enum kind kind;
 	long tries, accepted, refused;
+	double accepted_s, refused_s;	/* time in write(2), by outcome */
 };
 
 static int nerrno[4096];
@@ -324,21 +325,35 @@ TEST_F_TIMEOUT(hostile, generated_writes, 1200)
 	double t0 = now_s();
 	int e;
 
+	double t_write = 0, t_snap = 0, t_check = 0, t1;
+
 	seed_rng();
 	ksft_print_msg("%ld writes\n", writes);
 	snap_take(&self->s);
+	ksft_print_msg("%d files compared after each refused write\n", self->s.nr);
 	for (i = 0; i < writes; i++) {
 		struct target *t = &self->t[rnd() % self->nt];
 		size_t len = gen(t->kind, buf, sizeof(buf));
 		/* Now and then at an odd offset (the knob list is a bin file). */
 		off_t off = rnd() % 50 == 0 ? 1 + rnd() % 8192 : 0;
-		ssize_t ret = write_at(t->path, buf, len, off);
+		ssize_t ret;
 
+		t1 = now_s();
+		ret = write_at(t->path, buf, len, off);
+		t1 = now_s() - t1;
+		t_write += t1;
+		*(ret >= 0 ? &t->accepted_s : &t->refused_s) += t1;
 		t->tries++;
 		if (ret >= 0) {
 			t->accepted++;
 			accepted++;
-			snap_take(&self->s);
+			t1 = now_s();
+			/* Only a control write adds or removes files. */
+			if (t->kind == K_CONTROL)
+				snap_take(&self->s);
+			else
+				snap_reload(&self->s);
+			t_snap += now_s() - t1;
 			continue;
 		}
 		t->refused++;
@@ -351,8 +366,10 @@ TEST_F_TIMEOUT(hostile, generated_writes, 1200)
 				       t->path, len, (long long)off, strerror(e));
 			ASSERT_TRUE(errno_allowed(e));
 		}
+		t1 = now_s();
 		changed = snap_changed_ex(&self->s, t->kind == K_CONTROL,
 					  t->kind == K_NAME);
+		t_check += now_s() - t1;
 		if (changed) {
 			ksft_print_msg("write %ld: %s refused %zu bytes (%s) but %s changed\n",
 				       i, t->path, len, strerror(e), changed);
@@ -362,15 +379,18 @@ TEST_F_TIMEOUT(hostile, generated_writes, 1200)
 			snap_refresh_switch(&self->s);
 	}
 	for (i = 0; i < self->nt; i++)
-		ksft_print_msg("%-45s %6ld tries %6ld accepted %6ld refused\n",
+		ksft_print_msg("%-45s %6ld tries %6ld accepted (%.1f s) %6ld refused (%.1f s)\n",
 			       self->t[i].path, self->t[i].tries,
-			       self->t[i].accepted, self->t[i].refused);
+			       self->t[i].accepted, self->t[i].accepted_s,
+			       self->t[i].refused, self->t[i].refused_s);
 	for (e = 1; e < (int)ARRAY_SIZE(nerrno); e++)
 		if (nerrno[e])
 			ksft_print_msg("refused with %s: %d\n", strerror(e), nerrno[e]);
 	ksft_print_msg("%ld writes: %ld accepted, %ld refused, %s (%.1f s)\n",
 		       writes, accepted, refused, "0 changes from refused writes",
 		       now_s() - t0);
+	ksft_print_msg("time: writes %.1f s, rereads %.1f s, compares %.1f s\n",
+		       t_write, t_snap, t_check);
 }
 
 /* 1000 profiles: each created or refused with a reason, and all removed. */

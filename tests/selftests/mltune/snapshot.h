@@ -36,15 +36,26 @@ struct snap {
 	int nr;
 };
 
-/* The whole file through @fd, read afresh from offset 0 (sysfs shows anew). */
+/*
+ * The whole file through @fd, read afresh from offset 0 (sysfs shows anew).
+ * kernfs hands out at most a page per read and procfs and seq_file fill what
+ * was asked for, so a read shorter than both has reached the end: most
+ * files take one pread, not two.
+ */
 static inline ssize_t read_fd(int fd, char *buf, size_t cap)
 {
-	ssize_t n, len = 0;
+	ssize_t n = 0, len = 0;
 
 	if (fd < 0)
 		return -EBADF;
-	while ((size_t)len < cap && (n = pread(fd, buf + len, cap - len, len)) > 0)
+	while ((size_t)len < cap) {
+		n = pread(fd, buf + len, cap - len, len);
+		if (n <= 0)
+			break;
 		len += n;
+		if (n < getpagesize() && (size_t)len < cap)
+			break;
+	}
 	return n < 0 ? -errno : len;
 }
 
@@ -137,6 +148,16 @@ static inline void snap_take(struct snap *s)
 		f->fd = open(f->path, O_RDONLY);
 		file_load(f);
 	}
+}
+
+/*
+ * After an accepted write that cannot add or remove files: every file read
+ * again through its kept descriptor (no walk, no open).
+ */
+static inline void snap_reload(struct snap *s)
+{
+	for (int i = 0; i < s->nr; i++)
+		file_load(&s->f[i]);
 }
 
 /* Whether the tree still has exactly the files of @s. */
