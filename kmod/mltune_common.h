@@ -62,11 +62,13 @@ static inline struct file *file_open_root_mnt(struct vfsmount *mnt,
 /*
  * Allocation-failure injection (tests; Debian kernels have no failslab):
  * the module parameter fail_alloc_nth = N makes the Nth allocation of the
- * switch, profile and pool paths from then on fail, once; 0 (default) off.
- * Every allocation of those paths goes through mltune_alloc().
+ * switch, profile, pool and feeder-store paths from then on fail, once; 0
+ * (default) off. Every allocation of those paths goes through
+ * mltune_alloc() (pointers) or mltune_alloc_ok() (zalloc_cpumask_var()).
  */
 bool mltune_fail_alloc(void);
 #define mltune_alloc(expr)	(mltune_fail_alloc() ? NULL : (expr))
+#define mltune_alloc_ok(expr)	(!mltune_fail_alloc() && (expr))
 
 /* The writer of sysfs file @file (for the log) may change things. */
 int mltune_check_writer(const char *file);

@@ -140,6 +140,13 @@ struct feeder_plan {
 	cpumask_var_t def_base;
 	cpumask_var_t def_cur;
 	cpumask_var_t def_target;
+	/*
+	 * Allocated with the plan, so that applying, rolling back and
+	 * restoring it never allocate: the text of the default affinity
+	 * (PAGE_SIZE) and a scratch mask for feeder_restore_all().
+	 */
+	char *io;
+	cpumask_var_t scratch;
 };
 
 /*
@@ -180,6 +187,8 @@ static void feeder_plan_free(struct feeder_plan *p)
 {
 	if (!p)
 		return;
+	free_cpumask_var(p->scratch);
+	kfree(p->io);
 	free_cpumask_var(p->def_target);
 	free_cpumask_var(p->def_cur);
 	free_cpumask_var(p->def_base);
@@ -194,17 +203,22 @@ static struct feeder_plan *feeder_plan_alloc(unsigned int cap)
 	struct feeder_plan *p;
 	unsigned int i;
 
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	p = mltune_alloc(kzalloc(sizeof(*p), GFP_KERNEL));
 	if (!p)
 		return NULL;
 	p->cap = cap;
-	p->irqs = kvcalloc(max(cap, 1U), sizeof(*p->irqs), GFP_KERNEL);
-	p->masks = kvcalloc(3 * (size_t)max(cap, 1U), cpumask_size(),
-			    GFP_KERNEL);
-	if (!p->irqs || !p->masks ||
-	    !zalloc_cpumask_var(&p->def_base, GFP_KERNEL) ||
-	    !zalloc_cpumask_var(&p->def_cur, GFP_KERNEL) ||
-	    !zalloc_cpumask_var(&p->def_target, GFP_KERNEL)) {
+	/* Each allocation is tried only when those before it succeeded. */
+	p->irqs = mltune_alloc(kvcalloc(max(cap, 1U), sizeof(*p->irqs), GFP_KERNEL));
+	if (p->irqs)
+		p->masks = mltune_alloc(kvcalloc(3 * (size_t)max(cap, 1U),
+						 cpumask_size(), GFP_KERNEL));
+	if (p->masks)
+		p->io = mltune_alloc(kmalloc(PAGE_SIZE, GFP_KERNEL));
+	if (!p->io ||
+	    !mltune_alloc_ok(zalloc_cpumask_var(&p->def_base, GFP_KERNEL)) ||
+	    !mltune_alloc_ok(zalloc_cpumask_var(&p->def_cur, GFP_KERNEL)) ||
+	    !mltune_alloc_ok(zalloc_cpumask_var(&p->def_target, GFP_KERNEL)) ||
+	    !mltune_alloc_ok(zalloc_cpumask_var(&p->scratch, GFP_KERNEL))) {
 		feeder_plan_free(p);
 		return NULL;
 	}
@@ -379,38 +393,25 @@ out:
 	return n;
 }
 
-static int feeder_default_get(struct cpumask *mask)
+/* @buf: PAGE_SIZE bytes (the plan's io buffer). */
+static int feeder_default_get(struct cpumask *mask, char *buf)
 {
-	char *buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
-	ssize_t n;
-	int ret;
+	ssize_t n = feeder_proc_io(FEEDER_DEFAULT_FILE, buf, PAGE_SIZE - 1, false);
 
-	if (!buf)
-		return -ENOMEM;
-	n = feeder_proc_io(FEEDER_DEFAULT_FILE, buf, PAGE_SIZE - 1, false);
-	if (n < 0) {
-		ret = n;
-	} else if (n == 0 || n >= PAGE_SIZE - 1) {
-		ret = -EIO;
-	} else {
-		buf[n] = '\0';
-		ret = cpumask_parse(buf, mask);
-	}
-	kfree(buf);
-	return ret;
+	if (n < 0)
+		return n;
+	if (n == 0 || n >= PAGE_SIZE - 1)
+		return -EIO;
+	buf[n] = '\0';
+	return cpumask_parse(buf, mask);
 }
 
-static int feeder_default_set(const struct cpumask *mask)
+/* @buf: PAGE_SIZE bytes (the plan's io buffer). */
+static int feeder_default_set(const struct cpumask *mask, char *buf)
 {
-	char *buf = kmalloc(PAGE_SIZE, GFP_KERNEL);
-	ssize_t n;
-	int len;
+	int len = scnprintf(buf, PAGE_SIZE, "%*pb\n", cpumask_pr_args(mask));
+	ssize_t n = feeder_proc_io(FEEDER_DEFAULT_FILE, buf, len, true);
 
-	if (!buf)
-		return -ENOMEM;
-	len = scnprintf(buf, PAGE_SIZE, "%*pb\n", cpumask_pr_args(mask));
-	n = feeder_proc_io(FEEDER_DEFAULT_FILE, buf, len, true);
-	kfree(buf);
 	if (n < 0)
 		return n;
 	return n == len ? 0 : -EIO;
@@ -455,7 +456,7 @@ static int feeder_apply(struct feeder_plan *p, struct cpumask *tmp)
 
 	if (!cpumask_equal(p->def_cur, p->def_target)) {
 		ret = feeder_fault(&nth) ? -EIO :
-					   feeder_default_set(p->def_target);
+					   feeder_default_set(p->def_target, p->io);
 		if (ret) {
 			pr_warn_ratelimited("feeder: setting the default IRQ affinity to %*pbl failed: %d\n",
 					    cpumask_pr_args(p->def_target), ret);
@@ -493,7 +494,7 @@ static int feeder_apply(struct feeder_plan *p, struct cpumask *tmp)
 			       e->irq, cpumask_pr_args(e->cur), err);
 	}
 	if (def_done) {
-		int err = feeder_default_set(p->def_cur);
+		int err = feeder_default_set(p->def_cur, p->io);
 
 		if (err)
 			pr_err("feeder: rollback of the default IRQ affinity to %*pbl failed: %d\n",
@@ -551,7 +552,7 @@ static int feeder_set(const struct cpumask *feeder, const struct cpumask *hk,
 								 p->def_base);
 		cpumask_copy(p->def_target, p->def_cur);
 	} else {
-		ret = feeder_default_get(p->def_cur);
+		ret = feeder_default_get(p->def_cur, p->io);
 		if (ret) {
 			pr_warn_ratelimited("feeder: reading the default IRQ affinity failed: %d\n",
 					    ret);
@@ -583,14 +584,16 @@ out:
  * Unload: put every saved affinity back, best effort (an error is logged
  * and the others are still restored). Called with feeder_lock held.
  */
-static void feeder_restore_all(struct cpumask *tmp)
+static void feeder_restore_all(void)
 {
 	struct feeder_plan *s = feeder_state;
 	unsigned int i, failed = 0;
+	struct cpumask *tmp;
 	int ret;
 
 	if (!s)
 		return;
+	tmp = s->scratch;
 	for (i = 0; i < s->nr; i++) {
 		struct feeder_irq *e = &s->irqs[i];
 
@@ -605,7 +608,7 @@ static void feeder_restore_all(struct cpumask *tmp)
 		}
 	}
 	if (s->def_saved) {
-		ret = feeder_default_set(s->def_base);
+		ret = feeder_default_set(s->def_base, s->io);
 		if (ret) {
 			pr_err("feeder: restoring the default IRQ affinity to %*pbl failed: %d\n",
 			       cpumask_pr_args(s->def_base), ret);
@@ -695,11 +698,11 @@ static ssize_t cpus_store(struct kobject *kobj, struct kobj_attribute *attr,
 	if (ret)
 		return ret;
 	ret = -ENOMEM;
-	if (!zalloc_cpumask_var(&feeder, GFP_KERNEL))
+	if (!mltune_alloc_ok(zalloc_cpumask_var(&feeder, GFP_KERNEL)))
 		return -ENOMEM;
-	if (!zalloc_cpumask_var(&hk, GFP_KERNEL))
+	if (!mltune_alloc_ok(zalloc_cpumask_var(&hk, GFP_KERNEL)))
 		goto free_feeder;
-	if (!zalloc_cpumask_var(&tmp, GFP_KERNEL))
+	if (!mltune_alloc_ok(zalloc_cpumask_var(&tmp, GFP_KERNEL)))
 		goto free_hk;
 
 	ret = feeder_parse(buf, count, feeder);
@@ -826,8 +829,6 @@ err_mask:
 
 void mltune_feeder_exit(void)
 {
-	cpumask_var_t tmp;
-
 	/* No handler runs after this returns. */
 	sysfs_remove_group(feeder_kobj, &feeder_group);
 	kobject_put(feeder_kobj);
@@ -838,16 +839,7 @@ void mltune_feeder_exit(void)
 	cancel_work_sync(&feeder_hp_work);
 
 	mutex_lock(&feeder_lock);
-	if (feeder_state) {
-		if (zalloc_cpumask_var(&tmp, GFP_KERNEL)) {
-			feeder_restore_all(tmp);
-			free_cpumask_var(tmp);
-		} else {
-			pr_err("feeder: out of memory: IRQ affinities not restored on unload\n");
-		}
-	}
-	feeder_plan_free(feeder_state);
-	feeder_state = NULL;
+	feeder_restore_all();	/* allocates nothing: cannot fail for memory */
 	mutex_unlock(&feeder_lock);
 
 	free_cpumask_var(feeder_cpus);

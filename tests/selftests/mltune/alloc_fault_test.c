@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Allocation failure at every allocation of the switch, profile and pool
- * paths, through the module's own injection (fail_alloc_nth: Debian kernels
+ * Allocation failure at every allocation of the switch, profile, pool and
+ * feeder-store paths, through the module's own injection (fail_alloc_nth: Debian kernels
  * have no failslab). For N = 1, 2, ... the Nth allocation of one operation
  * fails until N passes the number of allocations it makes: each such
  * operation must fail with ENOMEM and leave every readable file of the tree
  * as it was (a switch may count in generation and last_switch, as a
- * rolled-back switch does), or succeed whole. Then the operation runs
+ * rolled-back switch does; for the feeder cores every IRQ affinity is
+ * compared too), or succeed whole. Then the operation runs
  * without a fault and must do exactly what it does. The VM bed fails the run
  * on any kernel splat.
  */
@@ -20,6 +21,7 @@
 #define NODE0		MLTUNE_SYSFS "/hugepool/node0"
 #define HP		MLTUNE_HUGEPOOL_PAGE_SIZE
 #define MAX_NTH		64
+#define FEEDER		MLTUNE_SYSFS "/feeder/cpus"
 
 static int arm(int n)
 {
@@ -144,6 +146,19 @@ static void undo_map(void)
 {
 }
 
+/* The last online CPU as the feeder set ("" when there is only one). */
+static char feeder_set[48];
+
+static int op_feeder(void)
+{
+	return mltune_write_file(FEEDER, feeder_set);
+}
+
+static void undo_feeder(void)
+{
+	mltune_write_file(FEEDER, "\n");
+}
+
 FIXTURE(fault) {
 	struct snap s;
 };
@@ -164,6 +179,8 @@ FIXTURE_TEARDOWN(fault)
 	remove_profile("faulty");
 	if (!access(NODE0, F_OK))
 		mltune_write_file(NODE0 "/reserved", "0");
+	if (!access(FEEDER, F_OK))
+		mltune_write_file(FEEDER, "\n");
 	snap_free(&self->s);
 }
 
@@ -187,6 +204,29 @@ TEST_F(fault, pool)
 			false);
 	ASSERT_EQ(0, op_reserve());
 	each_allocation(_metadata, &self->s, "pool mapping", op_map, undo_map, false);
+}
+
+TEST_F(fault, feeder)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (access(FEEDER, F_OK))
+		SKIP(return, "%s missing", FEEDER);
+	if (cpus < 2)
+		SKIP(return, "one CPU: no feeder set leaves a housekeeping CPU");
+	snprintf(feeder_set, sizeof(feeder_set), "%ld", cpus - 1);
+	ASSERT_EQ(0, mltune_write_file(FEEDER, "\n"));
+	self->s.irqs = true;
+	each_allocation(_metadata, &self->s, "feeder cores on", op_feeder, undo_feeder, false);
+	/* Changing a set in force, and clearing it, under the same faults. */
+	ASSERT_EQ(0, op_feeder());
+	snprintf(feeder_set, sizeof(feeder_set), "%ld-%ld", cpus > 2 ? cpus - 2 : 1, cpus - 1);
+	each_allocation(_metadata, &self->s, "feeder cores changed", op_feeder, undo_feeder,
+			false);
+	ASSERT_EQ(0, mltune_write_file(FEEDER, "1"));
+	strcpy(feeder_set, "\n");	/* a write of 0 bytes never reaches the store */
+	each_allocation(_metadata, &self->s, "feeder cores cleared", op_feeder, undo_feeder,
+			false);
 }
 
 TEST_HARNESS_MAIN

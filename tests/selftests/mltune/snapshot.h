@@ -34,6 +34,7 @@ struct file {
 struct snap {
 	struct file f[MAX_FILES];
 	int nr;
+	bool irqs;	/* also every IRQ affinity (add_irq_files()) */
 };
 
 /*
@@ -115,6 +116,34 @@ static inline void add_knob_files(struct snap *s)
 }
 
 /*
+ * The IRQ affinities the feeder cores change: the default and each IRQ's
+ * smp_affinity_list, in /proc/irq order.
+ */
+static inline void add_irq_files(struct snap *s)
+{
+	struct dirent *e;
+	DIR *d = opendir("/proc/irq");
+	char p[sizeof(s->f[0].path) + 64];
+
+	if (!d)
+		return;
+	if (s->nr < MAX_FILES) {
+		snprintf(s->f[s->nr].path, sizeof(s->f[0].path), "/proc/irq/default_smp_affinity");
+		s->f[s->nr++].data = NULL;
+	}
+	while ((e = readdir(d)) && s->nr < MAX_FILES) {
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		if (snprintf(p, sizeof(p), "/proc/irq/%s/smp_affinity_list", e->d_name) >=
+		    (int)sizeof(s->f[0].path) || access(p, R_OK))
+			continue;
+		memcpy(s->f[s->nr].path, p, strlen(p) + 1);
+		s->f[s->nr++].data = NULL;
+	}
+	closedir(d);
+}
+
+/*
  * A switch that ran and was rolled back is refused with the failing knob's
  * errno, yet it counts in generation and last_switch (the ABI): those two
  * may change then, nothing else.
@@ -142,6 +171,8 @@ static inline void snap_take(struct snap *s)
 	snap_free(s);
 	walk(s, MLTUNE_SYSFS, 0444);
 	add_knob_files(s);
+	if (s->irqs)
+		add_irq_files(s);
 	for (int i = 0; i < s->nr; i++) {
 		struct file *f = &s->f[i];
 
@@ -168,6 +199,8 @@ static inline bool same_files(const struct snap *s)
 	now.nr = 0;
 	walk(&now, MLTUNE_SYSFS, 0444);
 	add_knob_files(&now);
+	if (s->irqs)
+		add_irq_files(&now);
 	if (now.nr != s->nr)
 		return false;
 	for (int i = 0; i < s->nr; i++)
