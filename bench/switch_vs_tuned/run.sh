@@ -53,11 +53,60 @@ done <"$SCRATCH/knobs.tsv"
 had_state=0
 [ -e /run/mltune/baseline.json ] && { had_state=1; cp /run/mltune/baseline.json "$SCRATCH/state.json"; }
 
+# The NIC settings tuned's net plugin is given below (rings, channels and
+# coalescing of every NIC with a device): captured as ethtool commands that
+# put them back, run by restore.sh after `mltunectl off` (which restores what
+# mltunectl changed, not what tuned did).
+nic_restore() {
+	local dev path vals
+	for path in /sys/class/net/*/device; do
+		dev=$(basename "$(dirname "$path")")
+		vals=$(ethtool -g "$dev" 2>/dev/null | awk '/^Current/{c=1} c && /^(RX|TX):/{gsub(":","",$1); printf "%s %s ", tolower($1), $2}')
+		[ -n "$vals" ] && echo "ethtool -G $dev $vals >/dev/null 2>&1 || true"
+		vals=$(ethtool -l "$dev" 2>/dev/null | awk '/^Current/{c=1} c && /^Combined:/{print "combined " $2}')
+		[ -n "$vals" ] && echo "ethtool -L $dev $vals >/dev/null 2>&1 || true"
+		vals=$(ethtool -c "$dev" 2>/dev/null | awk '/^Adaptive RX:/{if ($3 != "n/a") printf "adaptive-rx %s ", $3; if ($5 != "n/a") printf "adaptive-tx %s ", $5}
+			/^(rx-usecs|tx-usecs|rx-frames|tx-frames):/{if ($2 != "n/a") printf "%s %s ", substr($1, 1, length($1) - 1), $2}')
+		[ -n "$vals" ] && echo "ethtool -C $dev $vals >/dev/null 2>&1 || true"
+	done
+	return 0
+}
+# tuned's net plugin takes numbers where the profile says "max" and "local":
+# the device maxima and the channels the switch plans; the coalescing of the profile's table for the
+# driver ([nic."virtio_net"] on a virtio NIC).
+tuned_net() {
+	local path dev drv ring ch co node ncpu
+	for path in /sys/class/net/*/device; do
+		dev=$(basename "$(dirname "$path")")
+		drv=$(basename "$(readlink -f "$path/driver")")
+		ring=$(ethtool -g "$dev" 2>/dev/null | awk '/^Pre-set/{p=1} /^Current/{p=0} p && /^(RX|TX):/{gsub(":","",$1); printf "%s %s ", tolower($1), $2}')
+		# "local": one channel per CPU of the NIC's node, capped by the device.
+		node=$(cat "$path/numa_node" 2>/dev/null || echo -1)
+		if [ -r "/sys/devices/system/node/node$node/cpulist" ]; then
+			ncpu=$(awk -F, '{n=0; for (i=1; i<=NF; i++) {split($i, r, "-"); n += (r[2] == "" ? 1 : r[2] - r[1] + 1)} print n}' "/sys/devices/system/node/node$node/cpulist")
+		else
+			ncpu=$(nproc)
+		fi
+		ch=$(ethtool -l "$dev" 2>/dev/null | awk -v n="$ncpu" '/^Pre-set/{p=1} /^Current/{p=0} p && /^Combined:/{print "combined " ($2 < n ? $2 : n)}')
+		if [ "$drv" = virtio_net ]; then
+			co="adaptive-rx off adaptive-tx off rx-usecs 0 tx-usecs 0 rx-frames 1"
+		else
+			co="adaptive-rx off adaptive-tx off rx-usecs 50 tx-usecs 50 rx-frames 64"
+		fi
+		printf '[net_%s]\ntype=net\ndevices=%s\nfeatures=gro on, gso on, tso on, rx on, tx on\ncoalesce=%s\n' "$dev" "$dev" "$co"
+		[ -n "$ring" ] && printf 'ring=%s\n' "$ring"
+		[ -n "$ch" ] && printf 'channels=%s\n' "$ch"
+	done
+	return 0
+}
+nic_restore >"$SCRATCH/nic-restore.sh"
+
 cat >"$SCRATCH/restore.sh" <<EOS
 #!/bin/bash
 # NIC settings, threads and modules the whole-profile runs changed, then the
 # knobs as captured (the direct backend's record goes with them).
 "$MLTUNECTL" off >/dev/null 2>&1
+sh "$SCRATCH/nic-restore.sh"
 while IFS=\$'\t' read -r path _; do
 	f="$SNAP/\$(echo "\$path" | tr / _)"
 	cat "\$f" >"\$path" 2>/dev/null || echo "restore failed: \$path" >&2
@@ -98,16 +147,17 @@ tuned_knobs() {
 }
 tuned_knobs >"$SCRATCH/profiles/mltune-bench/tuned.conf"
 # The closest tuned has to the whole profile: its cpu plugin for [cpu], its
-# disk plugin for [block."nvme*"], its net plugin for the NIC offloads
-# (ring "max", "local" channels, queue IRQ placement and the thread rules
-# have no tuned equivalent; its scheduler plugin, the nearest to the thread
-# rules, needs python3-perf and cannot express SCHED_DEADLINE).
+# disk plugin for [block."nvme*"], its net plugin for [nic."*"] (offloads,
+# coalescing, rings and channels, with this host's maxima for "max" and
+# "local"; queue IRQ placement, RPS and the thread rules have no tuned
+# equivalent: its scheduler plugin, the nearest to the thread rules, needs
+# python3-perf and cannot express SCHED_DEADLINE).
 mkdir -p "$SCRATCH/profiles/mltune-bench-all"
 {
 	tuned_knobs | sed 's/^summary=.*/summary=mltune whole-profile equivalent (benchmark)/'
 	printf '[cpu]\ngovernor=performance\nenergy_perf_bias=performance\nenergy_performance_preference=performance\n'
 	printf '[disk]\ndevices=nvme*\nelevator=none\n'
-	printf '[net]\nfeatures=gro on, gso on, tso on, rx on, tx on\n'
+	tuned_net
 	# modules = ["tcp_bbr"]: "+r" makes tuned load it now (modprobe -r, then
 	# modprobe), as the switch does (one modprobe).
 	printf '[modules]\ntcp_bbr=+r\n'
