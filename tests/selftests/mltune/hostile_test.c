@@ -18,7 +18,7 @@
  * errno) are printed; the VM bed fails the run on any kernel splat.
  *
  * MLTUNE_HOSTILE_WRITES overrides the number of mutated writes (100000:
- * about a minute and a half in an idle TCG guest);
+ * two to three minutes in an idle TCG guest);
  * MLTUNE_HOSTILE_SEED the generator's seed (printed, to replay a run).
  */
 #define _GNU_SOURCE
