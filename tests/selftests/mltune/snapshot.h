@@ -166,21 +166,6 @@ static inline void file_load(struct file *f)
 		memcpy(f->data, buf, f->len);
 }
 
-static inline void snap_take(struct snap *s)
-{
-	snap_free(s);
-	walk(s, MLTUNE_SYSFS, 0444);
-	add_knob_files(s);
-	if (s->irqs)
-		add_irq_files(s);
-	for (int i = 0; i < s->nr; i++) {
-		struct file *f = &s->f[i];
-
-		f->fd = open(f->path, O_RDONLY);
-		file_load(f);
-	}
-}
-
 /*
  * After an accepted write that cannot add or remove files: every file read
  * again through its kept descriptor (no walk, no open).
@@ -189,6 +174,18 @@ static inline void snap_reload(struct snap *s)
 {
 	for (int i = 0; i < s->nr; i++)
 		file_load(&s->f[i]);
+}
+
+static inline void snap_take(struct snap *s)
+{
+	snap_free(s);
+	walk(s, MLTUNE_SYSFS, 0444);
+	add_knob_files(s);
+	if (s->irqs)
+		add_irq_files(s);
+	for (int i = 0; i < s->nr; i++)
+		s->f[i].fd = open(s->f[i].path, O_RDONLY);
+	snap_reload(s);
 }
 
 /* Whether the tree still has exactly the files of @s. */

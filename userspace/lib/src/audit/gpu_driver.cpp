@@ -175,10 +175,7 @@ Result<NvidiaState> query_nvml(const std::string &library) {
   if (::getauxval(AT_BASE) == 0) {
     const std::string linked = std::string("glibc ") + ::gnu_get_libc_version();
     auto sys = detail::run_command({"getconf", "GNU_LIBC_VERSION"}, detail::CommandOutput::stdout_only);
-    std::string found = sys && sys->status == 0 ? sys->output : std::string("unknown");
-    while (!found.empty() && (found.back() == '\n' || found.back() == ' ')) {
-      found.pop_back();
-    }
+    const std::string found = sys && sys->status == 0 ? std::string(trim(sys->output)) : std::string("unknown");
     if (found != linked) {
       return failure(library + ": not loaded: this mltunectl is statically linked with " + linked +
                      " and the system has " + found +
@@ -506,10 +503,9 @@ void audit_gpu_driver(const Sysroot &root, const Topology &t, const AuditOptions
   // Where the driver's packages put it: the distribution's, NVIDIA's
   // container toolkit's and the .run installer's places.
   std::string smi = "/usr/bin/nvidia-smi";
-  for (const char *p : {"/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi", "/usr/local/bin/nvidia-smi"}) {
-    if (is_executable(root, p)) {
+  for (const char *p : {"/usr/local/nvidia/bin/nvidia-smi", "/usr/local/bin/nvidia-smi"}) {
+    if (!is_executable(root, smi) && is_executable(root, p)) {
       smi = p;
-      break;
     }
   }
   if (!st && opt.run_nvidia_smi && is_executable(root, smi)) {

@@ -501,8 +501,6 @@ struct SchedWatchCache {
   int64_t at = -1; // mono_ms() of the ledger, -1: none
 };
 
-namespace {} // namespace
-
 namespace detail {
 
 bool deferred(const SchedOptions &opt) {
@@ -780,18 +778,27 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
   return rep;
 }
 
-// `comm`: the thread's name when the caller's scan has read it.
-Result<ThreadPlan> plan_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
-                               const SchedOptions &opt, std::map<std::string, std::string> &placements,
-                               const std::string *comm = nullptr) {
-  if (comm != nullptr) {
-    if (!sched_name_matches(rules, *comm)) {
-      return failure("no rule");
+// The threads `tids` of `pid` that still have a name, appended to `out`.
+void add_named_threads(const SchedSystem &sys, int pid, const std::vector<int> &tids, std::vector<ThreadInfo> &out) {
+  for (int tid : tids) {
+    if (auto c = sys.comm(pid, tid)) {
+      ThreadInfo t;
+      t.pid = pid;
+      t.tid = tid;
+      t.comm = std::move(*c);
+      out.push_back(std::move(t));
     }
-  } else if (auto c = sys.comm(pid, tid); !c || !sched_name_matches(rules, *c)) {
+  }
+}
+
+// `n`: the thread with its name (what a scan reads first).
+Result<ThreadPlan> plan_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, const ThreadInfo &n,
+                               const SchedOptions &opt, std::map<std::string, std::string> &placements) {
+  if (!sched_name_matches(rules, n.comm)) {
     return failure("no rule");
   }
-  auto t = sys.thread(pid, tid);
+  const int tid = n.tid;
+  auto t = sys.thread(n.pid, tid);
   if (!t) {
     return t.error();
   }
@@ -960,20 +967,16 @@ Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &
   std::map<std::string, std::string> placements;
   std::vector<ThreadInfo> threads;
   if (opt.pid) {
-    for (int tid : sys.tids(*opt.pid)) {
-      ThreadInfo t;
-      t.pid = *opt.pid;
-      t.tid = tid;
-      threads.push_back(std::move(t));
-    }
-    if (threads.empty()) {
+    const auto tids = sys.tids(*opt.pid);
+    if (tids.empty()) {
       return input_error("no process " + std::to_string(*opt.pid));
     }
+    add_named_threads(sys, *opt.pid, tids, threads);
   } else {
     threads = sys.thread_names();
   }
   for (const auto &t : threads) {
-    auto p = plan_thread(sys, rules, t.pid, t.tid, opt, placements, opt.pid ? nullptr : &t.comm);
+    auto p = plan_thread(sys, rules, t, opt, placements);
     if (p) {
       plans.push_back(std::move(*p));
     } else if (p.error().kind == Errc::input) {
@@ -990,7 +993,12 @@ Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<Sched
     return lock.error();
   }
   std::map<std::string, std::string> placements;
-  auto p = plan_thread(sys, rules, pid, tid, opt, placements);
+  std::vector<ThreadInfo> one;
+  add_named_threads(sys, pid, {tid}, one);
+  if (one.empty()) {
+    return SchedReport{}; // gone
+  }
+  auto p = plan_thread(sys, rules, one.front(), opt, placements);
   if (!p) {
     if (p.error().kind == Errc::input) {
       return p.error();
@@ -1098,15 +1106,7 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
 std::vector<ThreadInfo> SchedSystem::thread_names() const {
   std::vector<ThreadInfo> out;
   for (int pid : pids()) {
-    for (int tid : tids(pid)) {
-      if (auto c = comm(pid, tid)) {
-        ThreadInfo t;
-        t.pid = pid;
-        t.tid = tid;
-        t.comm = std::move(*c);
-        out.push_back(std::move(t));
-      }
-    }
+    add_named_threads(*this, pid, tids(pid), out);
   }
   return out;
 }
@@ -1122,15 +1122,7 @@ std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector
   std::vector<SchedListEntry> out;
   std::vector<ThreadInfo> threads;
   if (pid) {
-    for (int tid : sys.tids(*pid)) {
-      if (auto c = sys.comm(*pid, tid)) {
-        ThreadInfo t;
-        t.pid = *pid;
-        t.tid = tid;
-        t.comm = std::move(*c);
-        threads.push_back(std::move(t));
-      }
-    }
+    add_named_threads(sys, *pid, sys.tids(*pid), threads);
   } else {
     threads = sys.thread_names();
   }

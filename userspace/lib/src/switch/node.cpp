@@ -292,10 +292,6 @@ DomainState persist_state(const Sysroot &root) {
           std::string(k_config_file) + ": profile " + cfg->profile.value_or("(none)") + " at boot"};
 }
 
-} // namespace
-
-namespace {
-
 bool out_of_line_state(const DomainState &d) {
   return d.state == "drifted" || d.state == "failed" || d.state == "rolled-back";
 }
