@@ -279,6 +279,39 @@ int BPF_PROG(noise_local_timer_exit, int vector)
 	return 0;
 }
 
+/*
+ * The replenishment timer of a watched CPU's fair deadline server, expired on
+ * another CPU (a nohz_full CPU's timers run on housekeeping CPUs): it kicks
+ * the watched CPU with a reschedule IPI and restarts its tick, so it is
+ * counted as a detail of the CPU it serves.
+ */
+static void remote_dl_server(struct hrtimer *timer)
+{
+	struct mltune_noise_cfg *c;
+	struct mltune_noise_pcpu *s;
+	struct sched_dl_entity *dl;
+	u32 zero = 0, target, w;
+
+	if ((u64)BPF_CORE_READ(timer, function) != (u64)&dl_task_timer ||
+	    !bpf_core_field_exists(struct sched_dl_entity, dl_server) ||
+	    !bpf_core_field_exists(struct sched_dl_entity, rq))
+		return;
+	dl = (void *)((u64)timer - bpf_core_field_offset(struct sched_dl_entity, dl_timer));
+	if (!BPF_CORE_READ_BITFIELD_PROBED(dl, dl_server))
+		return;
+	target = BPF_CORE_READ(dl, rq, cpu);
+	c = bpf_map_lookup_elem(&cfg, &zero);
+	if (!c || !c->enabled)
+		return;
+	w = target >> 6;
+	asm volatile("" : "+r"(w));
+	if (w >= MLTUNE_NOISE_MASK_WORDS || !((c->mask[w] >> (target & 63)) & 1))
+		return;
+	s = bpf_map_lookup_elem(&pcpu, &zero);
+	if (s)
+		count_detail(s, target, MLTUNE_NOISE_HRTIMER_DL_SERVER, 0);
+}
+
 /* The first hrtimer a local timer interrupt expires names the interrupt. */
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(noise_hrtimer_expire, struct hrtimer *timer)
@@ -290,8 +323,10 @@ int BPF_PROG(noise_hrtimer_expire, struct hrtimer *timer)
 	u32 cpu;
 
 	s = watched(&c, &cpu);
-	if (!s)
+	if (!s) {
+		remote_dl_server(timer);
 		return 0;
+	}
 	fn = (u64)BPF_CORE_READ(timer, function);
 	addr = (u64)timer;
 	/* The deadline timers of a sched_dl_entity: the fair server's or a task's? */
@@ -463,6 +498,18 @@ SEC("tp_btf/timer_expire_entry")
 int BPF_PROG(noise_timer_cb, struct timer_list *timer)
 {
 	detail(MLTUNE_NOISE_TIMER_CB, (u64)BPF_CORE_READ(timer, function));
+	return 0;
+}
+
+/*
+ * NUMA balancing's page-table scan, run on return to user space by the task
+ * that task_tick_numa() queued it on; queueing it from a remote tick (a
+ * nohz_full CPU) kicks the task's CPU with a reschedule IPI.
+ */
+SEC("fentry/task_numa_work")
+int BPF_PROG(noise_numa_scan, void *work)
+{
+	detail(MLTUNE_NOISE_NUMA_SCAN, 0);
 	return 0;
 }
 

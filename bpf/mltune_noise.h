@@ -48,8 +48,12 @@ enum mltune_noise_kind {
 	MLTUNE_NOISE_WORK,
 	/* timer wheel callback; id: function */
 	MLTUNE_NOISE_TIMER_CB,
-	/* expiry of the fair deadline server's timers; id: 0 */
+	/* expiry of the CPU's fair deadline server's timers (the replenishment
+	 * timer also where it expires on another CPU); id: 0
+	 */
 	MLTUNE_NOISE_HRTIMER_DL_SERVER,
+	/* NUMA balancing scan run by the CPU's task (task_numa_work); id: 0 */
+	MLTUNE_NOISE_NUMA_SCAN,
 };
 
 /* struct mltune_noise_key.id for MLTUNE_NOISE_VECTOR */

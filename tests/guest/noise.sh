@@ -8,13 +8,14 @@
 #     and a task sleeping 1 ms at a time on it);
 #   - planted noise is the worst offender, by name: an IRQ pinned to a feeder
 #     core (feeder status --noise), a busy task moved onto a core, a
-#     timer-heavy task there;
+#     timer-heavy task there; known sources are named with their fix (the
+#     tick, the deadline server, the NUMA balancing scan);
 #   - the /proc fallback counts the same IRQ, and says it is the fallback.
 # Counts only: under emulation times mean nothing.
 . "$(dirname "$0")/lib.sh"
 CTL=${MLTUNECTL:-/usr/sbin/mltunectl}
 SECS=${NOISE_WINDOW_SECS:-10}
-t_plan 13
+t_plan 14
 
 [ -x "$CTL" ] || { t_diag "mltunectl missing"; exit 4; }
 PLANT=$(command -v noise_plant) || { t_diag "noise_plant missing (--bin build/userspace/noise_plant)"; exit 4; }
@@ -50,6 +51,8 @@ worst() { jq -r --argjson c "$2" '.per_cpu[] | select(.cpu == $c) | [.sources[] 
 if "$CTL" --json noise --probe bpf --cpus 1 -- true >$W/load.json 2>$W/load.err; then
 	t_ok "BPF noise programs pass the verifier ($(jq -r .probe $W/load.json))"
 	m=$(jq -r .missing $W/load.json)
+	# NUMA balancing's scan exists only where the kernel has NUMA balancing.
+	[ -e /proc/sys/kernel/numa_balancing ] || m=$(echo "$m" | sed 's/noise_numa_scan//; s/^ *//; s/ *$//')
 	[ -z "$m" ] && t_ok "every noise hook exists on this kernel" || t_fail "hooks missing: $m"
 else
 	t_fail "BPF noise programs pass the verifier"; sed 's/^/# /' $W/load.err
@@ -220,6 +223,25 @@ case $MLTUNE_VM_KERNEL in
 	  jq -c '.per_cpu[0].details' $W/d.json | sed 's/^/# /'; } ;;
 esac
 kill $B $R; wait $B $R 2>/dev/null; PIDS=""
+
+# NUMA balancing: its page-table scan runs in a busy task's own context about
+# once a second of its CPU time (on a nohz_full CPU the remote tick queues it
+# and kicks the CPU with a reschedule IPI): a detail named with its fix.
+if [ -w /proc/sys/kernel/numa_balancing ]; then
+	nb=$(cat /proc/sys/kernel/numa_balancing)
+	echo 1 >/proc/sys/kernel/numa_balancing
+	taskset -c 3 $PLANT busy numa3 & B=$!; PIDS=$B
+	"$CTL" --json noise --cpus 3 --duration 4 >$W/n.json 2>$W/n.err
+	echo "$nb" >/proc/sys/kernel/numa_balancing
+	jq -e '.per_cpu[0].details[] | select(.function == "task_numa_work" and .count > 0 and
+		(.known | test("NUMA balancing")) and (.fix | test("kernel.numa_balancing=0")))' $W/n.json >/dev/null &&
+		t_ok "the NUMA balancing scan is named as a known source, with its fix" ||
+		{ t_fail "the NUMA balancing scan is named as a known source, with its fix"
+		  jq -c '.per_cpu[0].details' $W/n.json | sed 's/^/# /'; }
+	kill $B; wait $B 2>/dev/null; PIDS=""
+else
+	t_skip "the NUMA balancing scan is named (no NUMA balancing in this kernel)"
+fi
 
 # A timer-heavy task: its wake-ups and its runs.
 taskset -c 3 $PLANT sleep timerhog 500 & T=$!; PIDS=$T

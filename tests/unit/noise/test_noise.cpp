@@ -334,6 +334,28 @@ TEST(NoiseBpf, ReportNamesKnownSourcesAndRanksByTime) {
   EXPECT_EQ(c.details[2].what, "tlb_shootdown");
 }
 
+// The resched IPIs a nohz_full CPU takes once a second with NUMA balancing
+// on: the scan its task runs afterwards is the detail that names them.
+TEST(NoiseBpf, NumaBalancingScanIsNamedWithItsFix) {
+  FakeSysroot fake;
+  RawNoise raw;
+  raw.entries.push_back(bpf_entry(5, MLTUNE_NOISE_VECTOR, MLTUNE_VEC_RESCHEDULE, 10, 2000));
+  raw.entries.push_back(bpf_entry(5, MLTUNE_NOISE_NUMA_SCAN, 0, 10, 123456));
+  const NoiseReport r = build_noise_report(fake.root(), raw, cpus("5"), 10, "/mltune-feeder", {});
+  ASSERT_EQ(r.per_cpu.size(), 1U);
+  const CpuNoise &c = r.per_cpu[0];
+  EXPECT_EQ(c.interruptions, 10U); // the scan is not an interruption of its own
+  const auto *res = find(c, "ipi:reschedule");
+  ASSERT_NE(res, nullptr);
+  EXPECT_NE(res->fix.find("kernel.numa_balancing=0"), std::string::npos) << res->fix;
+  ASSERT_EQ(c.details.size(), 1U);
+  EXPECT_EQ(c.details[0].what, "task_work");
+  EXPECT_EQ(c.details[0].function, "task_numa_work");
+  EXPECT_EQ(c.details[0].count, 10U);
+  EXPECT_NE(c.details[0].known.find("NUMA balancing"), std::string::npos);
+  EXPECT_NE(c.details[0].fix.find("numa_balancing=disable"), std::string::npos);
+}
+
 TEST(NoiseBpf, TaskRunningWhenTheWindowClosesIsCharged) {
   RawNoise raw;
   std::vector<mltune_noise_pcpu> pcpu(4);

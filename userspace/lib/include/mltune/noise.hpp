@@ -66,9 +66,10 @@ struct NoiseSource {
 };
 
 // What ran inside the interruptions: hrtimer, work item and timer callback
-// functions, remote TLB flushes.  Counts only.
+// functions, remote TLB flushes; and NUMA balancing scans, which the CPU's
+// task runs after the reschedule IPI that queued them.  Counts only.
 struct NoiseDetail {
-  std::string what;     // "hrtimer", "work", "timer", "tlb_shootdown"
+  std::string what;     // "hrtimer", "work", "timer", "tlb_shootdown", "task_work"
   std::string function; // symbol name ("" for tlb_shootdown; "dl_server" for the fair deadline server's hrtimer)
   std::uint64_t count = 0;
   std::string known;
@@ -113,7 +114,8 @@ enum class RawKind {
   hrtimer,
   hrtimer_dl_server,
   work,
-  timer_cb
+  timer_cb,
+  numa_scan
 };
 
 struct RawNoiseEntry {

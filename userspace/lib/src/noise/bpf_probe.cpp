@@ -29,6 +29,7 @@ RawKind raw_kind_of(unsigned kind) {
   case MLTUNE_NOISE_HRTIMER: return RawKind::hrtimer;
   case MLTUNE_NOISE_WORK: return RawKind::work;
   case MLTUNE_NOISE_HRTIMER_DL_SERVER: return RawKind::hrtimer_dl_server;
+  case MLTUNE_NOISE_NUMA_SCAN: return RawKind::numa_scan;
   default: return RawKind::timer_cb;
   }
 }
@@ -41,7 +42,7 @@ RawNoiseEntry raw_entry(const mltune_noise_key &k, const mltune_noise_val &v) {
   e.name.assign(v.name, strnlen(v.name, sizeof(v.name)));
   e.count = v.count;
   if (e.kind != RawKind::hrtimer && e.kind != RawKind::hrtimer_dl_server && e.kind != RawKind::work &&
-      e.kind != RawKind::timer_cb) {
+      e.kind != RawKind::timer_cb && e.kind != RawKind::numa_scan) {
     e.ns = v.ns;
   }
   e.bh_ns = v.bh_ns;

@@ -15,9 +15,11 @@ struct Entry {
 };
 
 constexpr KnownNoise k_dl_server{
-    "deadline server for fair tasks (fair_server, kernels from 6.12)",
+    "deadline server for fair tasks (fair_server, kernels from 6.12; on a nohz_full CPU its replenishment timer "
+    "kicks the running task once a period: a reschedule IPI, a nohz kick and a tick)",
     "echo 0 > /sys/kernel/debug/sched/fair_server/cpuN/runtime turns it off on CPU N (fair tasks there lose "
-    "their protection from RT starvation)"};
+    "their protection from RT starvation; on Debian's 6.12.117 that write can warn in dl_server_stop, which it "
+    "calls whether or not the server runs, so mltune does not make it)"};
 
 constexpr std::string_view k_tick_fix =
     "nohz_full=CPUS (mltunectl boot) stops the tick while a single task runs there; an idle CPU has none";
@@ -57,6 +59,11 @@ constexpr std::array k_functions{
     Entry{"flush_to_ldisc", {"tty input processing", "keep consoles and terminals off feeder cores"}},
     Entry{"blk_mq_run_work_fn", {"block I/O dispatch", "move the disk's IRQs and I/O submitters"}},
     Entry{"rcu_core", {"RCU callback processing", "rcu_nocbs=CPUS (mltunectl boot) offloads callbacks"}},
+    Entry{"task_numa_work",
+          {"NUMA balancing scan (the remote tick of a nohz_full CPU queues it on the running task and kicks the CPU "
+           "with a reschedule IPI, about once a second; the scan then takes NUMA hinting faults)",
+           "sysctl kernel.numa_balancing=0 (mltune's base profile sets it), or numa_balancing=disable on the kernel "
+           "command line (mltunectl boot)"}},
 };
 
 // Tasks, by comm prefix.
@@ -99,8 +106,9 @@ constexpr std::array k_softirqs{
 // IPIs and vectors, by the id after "ipi:"/"vector:".
 constexpr std::array k_vectors{
     Entry{"reschedule",
-          {"reschedule IPI (wake-ups and load balancing)",
-           "keep other tasks off the CPU (mltunectl feeder on: cpuset partition or sched_ext)"}},
+          {"reschedule IPI (wake-ups, load balancing, task work such as the NUMA balancing scan)",
+           "keep other tasks off the CPU (mltunectl feeder on: cpuset partition or sched_ext); with task_numa_work "
+           "in the details, sysctl kernel.numa_balancing=0"}},
     Entry{"call_function",
           {"function-call IPI (TLB shootdowns, cross-CPU calls)",
            "a process spanning feeder and other CPUs shoots down TLBs: keep the feeder's processes on feeder cores"}},

@@ -198,6 +198,7 @@ bool to_source(const RawNoiseEntry &e, const std::map<std::uint64_t, std::string
     break;
   }
   case RawKind::hrtimer_dl_server: details.push_back({"hrtimer", "dl_server", e.count, {}, {}}); return false;
+  case RawKind::numa_scan: details.push_back({"task_work", "task_numa_work", e.count, {}, {}}); return false;
   case RawKind::hrtimer:
   case RawKind::work:
   case RawKind::timer_cb: {
