@@ -35,7 +35,11 @@ std::function<void(std::string_view, std::string_view)> Context::step_progress()
     const std::chrono::duration<double, std::milli> t = std::chrono::steady_clock::now() - k_started;
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.3f", t.count());
-    *err << "mltunectl: " << ms << " ms " << step << ": " << phase << "\n";
+    // One write per line: stderr is unbuffered, and a job log that several
+    // processes share must not interleave pieces of lines.
+    std::string line = "mltunectl: ";
+    line.append(ms).append(" ms ").append(step).append(": ").append(phase).append("\n");
+    *err << line << std::flush;
   };
 }
 
