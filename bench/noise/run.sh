@@ -119,7 +119,7 @@ for k in $kernels; do
 				med[s] = median(r) }
 			for (i = 1; i <= ns; i++) { s = order[i]
 				printf "RATE %s %s %.1f/s none/%s=%s\n", k, s, med[s], s,
-					med[s] > 0 ? sprintf("%.0fx", med["none"] / med[s]) : "inf" }
+					(med[s] > 0 ? sprintf("%.0fx", med["none"] / med[s]) : "inf") }
 		}'
 done
 echo "==== sources per setup (per second and feeder core, summed over rounds)"
@@ -131,5 +131,13 @@ for k in $kernels; do
 			for (key in cnt) { split(key, p, SUBSEP); s = p[1]
 				per = cnt[key] / t[s]
 				if (per >= 0.1) printf "SRC %s %s %.1f %s\n", k, s, per, p[2] } }' | sort -k3,3 -k4,4nr
+done
+echo "==== what ran inside them: details (per second and feeder core, summed over rounds)"
+for k in $kernels; do
+	cat "$out/$k"-*.log 2>/dev/null | tr -d '\r' | awk -v k="$k" '
+		$1 == "RESULT" { t[$2] += $6 }
+		$1 == "DETAIL" { cnt[$2 SUBSEP $4] += $5 }
+		END { for (key in cnt) { split(key, p, SUBSEP); per = cnt[key] / t[p[1]]
+				if (per >= 0.1) printf "DET %s %s %.1f %s\n", k, p[1], per, p[2] } }' | sort -k3,3 -k4,4nr
 done
 exit $rc
