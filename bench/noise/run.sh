@@ -126,7 +126,9 @@ echo "==== sources per setup (per second and feeder core, summed over rounds)"
 for k in $kernels; do
 	cat "$out/$k"-*.log 2>/dev/null | tr -d '\r' | awk -v k="$k" -v secs="$secs" -v rounds="$rounds" '
 		$1 == "RESULT" { ncpu[$2, $4] = 1; t[$2] += $6 }
-		$1 == "SOURCE" { name = $5; for (i = 6; i <= NF; i++) name = name " " $i; cnt[$2 SUBSEP name] += $4 }
+		# SOURCE setup round id count name...: summed by name, pids left out
+		$1 == "SOURCE" { name = $6; for (i = 7; i <= NF; i++) name = name " " $i
+			sub(/ \(pid [0-9]+\)$/, "", name); cnt[$2 SUBSEP name] += $5 }
 		END { for (key in ncpu) { split(key, p, SUBSEP); nc[p[1]]++ }
 			for (key in cnt) { split(key, p, SUBSEP); s = p[1]
 				per = cnt[key] / t[s]
