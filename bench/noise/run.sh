@@ -10,15 +10,20 @@
 # training setup).  bench.sh runs in the guests.  Then the overhead of noise
 # itself on this machine.  Results and their account: bench/noise/README.md.
 #
-#   bench/noise/run.sh [--no-build] [--kernel S]... [--overhead-only] [SECONDS [ROUNDS]]
-#                      (default: the matrix, 5 s windows, 3 rounds)
+#   bench/noise/run.sh [--no-build] [--kernel S]... [--boot-rounds N] [--overhead-only]
+#                      [SECONDS [ROUNDS]]
+#                      (default: the matrix, 5 s windows, 3 rounds; the
+#                      boot-isolated guest ROUNDS too, --boot-rounds fewer:
+#                      under TCG it runs about 25 times slower: one round
+#                      of one setup takes 20 to 30 minutes)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-kernels="" nobuild=""
+kernels="" nobuild="" brounds=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernels="$kernels $2"; shift 2 ;;
 	--no-build) nobuild=--no-build; shift ;;
+	--boot-rounds) brounds=$2; shift 2 ;;
 	--overhead-only) kernels=" "; shift ;;
 	*) break ;;
 	esac
@@ -26,6 +31,7 @@ done
 kernels=${kernels:-$("$ROOT/scripts/kernels.sh" matrix guest)}
 secs=${1:-5}
 rounds=${2:-3}
+brounds=${brounds:-$rounds}
 out=$ROOT/build/bench/noise
 mkdir -p "$out"
 plant=$ROOT/build/userspace/noise_plant
@@ -45,16 +51,16 @@ veth() { # veth KERNEL -> path of the uncompressed module
 	esac
 	echo "$out/veth-$1.ko"
 }
-vm() { # vm KERNEL LOG [--cmdline ARGS] -- SETUPS...
-	local k=$1 log=$2; shift 2
+vm() { # vm KERNEL LOG ROUNDS MINUTES_PER_ROUND [--cmdline ARGS] -- SETUPS...
+	local k=$1 log=$2 r=$3 m=$4; shift 4
 	local cmd=()
 	while [ "$1" != -- ]; do cmd+=("$1"); shift; done
 	shift
-	MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-$((1200 + 30 * rounds * (secs + 10)))} \
+	MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-$((1200 + 60 * m * r * $#))} \
 		"$ROOT/tests/vm/run" --kernel "$k" $nobuild "${cmd[@]}" --bin "$plant" --bin stress-ng --bin jq \
 		--bin /usr/sbin/ip --file "$(veth "$k"):/root/veth.ko" \
 		--file "$ROOT/bench/noise/bench.sh:/root/bench.sh" -- \
-		sh /root/bench.sh "$secs" "$rounds" "$@" >"$log" 2>&1
+		sh /root/bench.sh "$secs" "$r" "$@" >"$log" 2>&1
 	nobuild=--no-build
 	grep -q '^BENCH_DONE' "$log"
 }
@@ -63,13 +69,13 @@ for k in $kernels; do
 	echo "==== kernel $k"
 	setups="none cpuset"
 	[ "$k" = 7.2 ] && setups="$setups sched_ext"
-	vm "$k" "$out/$k-plain.log" -- $setups || { rc=1; tail -n 20 "$out/$k-plain.log"; }
+	vm "$k" "$out/$k-plain.log" "$rounds" 1 -- $setups || { rc=1; tail -n 20 "$out/$k-plain.log"; }
 	boot=$(sed -n 's/^BOOT //p' "$out/$k-plain.log" | tr -d '\r')
 	# only the CPU isolation parameters of the recommendation
 	iso=$(echo "$boot" | tr ' ' '\n' | grep -E '^(isolcpus|nohz_full|rcu_nocbs|irqaffinity|skew_tick|nosoftlockup)' | tr '\n' ' ')
 	echo "boot isolation: $iso"
 	if [ -n "$iso" ]; then
-		vm "$k" "$out/$k-boot.log" --cmdline "$iso" -- boot boot+cpuset || { rc=1; tail -n 20 "$out/$k-boot.log"; }
+		vm "$k" "$out/$k-boot.log" "$brounds" 30 --cmdline "$iso" -- boot boot+cpuset || { rc=1; tail -n 20 "$out/$k-boot.log"; }
 	else
 		echo "noise bench: no boot isolation recommended" >&2; rc=1
 	fi
