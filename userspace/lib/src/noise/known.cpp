@@ -16,7 +16,7 @@ struct Entry {
 
 constexpr KnownNoise k_dl_server{
     "deadline server for fair tasks (fair_server, kernels from 6.12; on a nohz_full CPU its replenishment timer "
-    "kicks the running task once a period: a reschedule IPI, a nohz kick and a tick)",
+    "kicks the running task once a period with a reschedule IPI, on 6.12 also a nohz kick and a tick)",
     "echo 0 > /sys/kernel/debug/sched/fair_server/cpuN/runtime turns it off on CPU N (fair tasks there lose "
     "their protection from RT starvation; on Debian's 6.12.117 that write can warn in dl_server_stop, which it "
     "calls whether or not the server runs, so mltune does not make it)"};
