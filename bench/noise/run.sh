@@ -15,7 +15,7 @@
 #                      (default: the matrix, 5 s windows, 3 rounds; the
 #                      boot-isolated guest ROUNDS too, --boot-rounds fewer:
 #                      under TCG it runs about 25 times slower: one round
-#                      of one setup takes 20 to 30 minutes)
+#                      of one setup takes 20 to 35 minutes)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 kernels="" nobuild="" brounds=""
