@@ -58,18 +58,23 @@ struct {
 	__type(value, struct mltune_noise_pcpu);
 } pcpu SEC(".maps");
 
+/* Whether @cpu is in the watched mask of @c. */
+static bool cpu_watched(const struct mltune_noise_cfg *c, u32 cpu)
+{
+	u32 w = cpu >> 6;
+
+	/* Keep the bound check on w itself: the verifier tracks it there. */
+	asm volatile("" : "+r"(w));
+	return w < MLTUNE_NOISE_MASK_WORDS && ((c->mask[w] >> (cpu & 63)) & 1);
+}
+
 /* The per-CPU state and cfg, or NULL when this CPU is not watched. */
 static struct mltune_noise_pcpu *watched(struct mltune_noise_cfg **cp, u32 *cpup)
 {
-	u32 zero = 0, cpu = bpf_get_smp_processor_id(), w;
+	u32 zero = 0, cpu = bpf_get_smp_processor_id();
 	struct mltune_noise_cfg *c = bpf_map_lookup_elem(&cfg, &zero);
 
-	if (!c)
-		return NULL;
-	w = cpu >> 6;
-	/* Keep the bound check on w itself: the verifier tracks it there. */
-	asm volatile("" : "+r"(w));
-	if (w >= MLTUNE_NOISE_MASK_WORDS || !((c->mask[w] >> (cpu & 63)) & 1))
+	if (!c || !cpu_watched(c, cpu))
 		return NULL;
 	*cp = c;
 	*cpup = cpu;
@@ -280,6 +285,27 @@ int BPF_PROG(noise_local_timer_exit, int vector)
 }
 
 /*
+ * The fair deadline server whose timer @timer (running @fn) is, or NULL: a
+ * task's deadline timers, any other timer and kernels without the server
+ * give NULL.
+ */
+static struct sched_dl_entity *dl_server_of(struct hrtimer *timer, u64 fn)
+{
+	struct sched_dl_entity *dl;
+	u64 addr = (u64)timer;
+
+	if (!fn || !(fn == (u64)&dl_task_timer || fn == (u64)&inactive_task_timer) ||
+	    !bpf_core_field_exists(struct sched_dl_entity, dl_server))
+		return NULL;
+	if (fn == (u64)&dl_task_timer)
+		addr -= bpf_core_field_offset(struct sched_dl_entity, dl_timer);
+	else
+		addr -= bpf_core_field_offset(struct sched_dl_entity, inactive_timer);
+	dl = (void *)addr;
+	return BPF_CORE_READ_BITFIELD_PROBED(dl, dl_server) ? dl : NULL;
+}
+
+/*
  * The replenishment timer of a watched CPU's fair deadline server, expired on
  * another CPU (a nohz_full CPU's timers run on housekeeping CPUs): it kicks
  * the watched CPU with a reschedule IPI and restarts its tick, so it is
@@ -287,25 +313,20 @@ int BPF_PROG(noise_local_timer_exit, int vector)
  */
 static void remote_dl_server(struct hrtimer *timer)
 {
+	u64 fn = (u64)BPF_CORE_READ(timer, function);
 	struct mltune_noise_cfg *c;
 	struct mltune_noise_pcpu *s;
 	struct sched_dl_entity *dl;
-	u32 zero = 0, target, w;
+	u32 zero = 0, target;
 
-	if ((u64)BPF_CORE_READ(timer, function) != (u64)&dl_task_timer ||
-	    !bpf_core_field_exists(struct sched_dl_entity, dl_server) ||
-	    !bpf_core_field_exists(struct sched_dl_entity, rq))
+	if (fn != (u64)&dl_task_timer || !bpf_core_field_exists(struct sched_dl_entity, rq))
 		return;
-	dl = (void *)((u64)timer - bpf_core_field_offset(struct sched_dl_entity, dl_timer));
-	if (!BPF_CORE_READ_BITFIELD_PROBED(dl, dl_server))
+	dl = dl_server_of(timer, fn);
+	if (!dl)
 		return;
 	target = BPF_CORE_READ(dl, rq, cpu);
 	c = bpf_map_lookup_elem(&cfg, &zero);
-	if (!c || !c->enabled)
-		return;
-	w = target >> 6;
-	asm volatile("" : "+r"(w));
-	if (w >= MLTUNE_NOISE_MASK_WORDS || !((c->mask[w] >> (target & 63)) & 1))
+	if (!c || !c->enabled || !cpu_watched(c, target))
 		return;
 	s = bpf_map_lookup_elem(&pcpu, &zero);
 	if (s)
@@ -318,7 +339,7 @@ int BPF_PROG(noise_hrtimer_expire, struct hrtimer *timer)
 {
 	struct mltune_noise_cfg *c;
 	struct mltune_noise_pcpu *s;
-	bool dl_server = false;
+	bool dl_server;
 	u64 fn, addr;
 	u32 cpu;
 
@@ -329,19 +350,7 @@ int BPF_PROG(noise_hrtimer_expire, struct hrtimer *timer)
 	}
 	fn = (u64)BPF_CORE_READ(timer, function);
 	addr = (u64)timer;
-	/* The deadline timers of a sched_dl_entity: the fair server's or a task's? */
-	if (fn && (fn == (u64)&dl_task_timer || fn == (u64)&inactive_task_timer) &&
-	    bpf_core_field_exists(struct sched_dl_entity, dl_server)) {
-		struct sched_dl_entity *dl;
-
-		if (fn == (u64)&dl_task_timer)
-			addr -= bpf_core_field_offset(struct sched_dl_entity, dl_timer);
-		else
-			addr -= bpf_core_field_offset(struct sched_dl_entity, inactive_timer);
-		dl = (void *)addr;
-		dl_server = BPF_CORE_READ_BITFIELD_PROBED(dl, dl_server);
-		addr = (u64)timer;
-	}
+	dl_server = dl_server_of(timer, fn);
 	if (c->enabled) {
 		if (dl_server)
 			count_detail(s, cpu, MLTUNE_NOISE_HRTIMER_DL_SERVER, 0);
