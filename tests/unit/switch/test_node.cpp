@@ -393,4 +393,22 @@ TEST(ModuleLoader, BuiltinModulesAndAMissingTree) {
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message.find("no module tree"), std::string::npos) << st.error().message;
   EXPECT_NE(st.error().message.find("modules.dep"), std::string::npos) << st.error().message;
+
+  // The step knows it at plan time: an optional module is skipped there,
+  // and apply records nothing in the baseline; a required one fails the plan.
+  Profile p;
+  p.modules = {{"tcp_cubic_x", false, "t.toml:1"}, {"tcp_bbr", false, "t.toml:2"}};
+  ModuleStep step(p, root, loader.get());
+  ASSERT_TRUE(step.plan());
+  ASSERT_EQ(step.skipped().size(), 1U);
+  EXPECT_NE(step.skipped()[0].find("tcp_cubic_x: this kernel has no module tree"), std::string::npos)
+      << step.skipped()[0];
+  ASSERT_TRUE(step.apply());
+  EXPECT_FALSE(std::filesystem::exists(fake.dir() / "run/mltune/baseline.json"));
+  p.modules[0].required = true;
+  ModuleStep required(p, root, loader.get());
+  auto planned = required.plan();
+  ASSERT_FALSE(planned);
+  EXPECT_NE(planned.error().message.find("tcp_cubic_x (t.toml:1, required)"), std::string::npos)
+      << planned.error().message;
 }

@@ -27,6 +27,10 @@ public:
   // Whether NAME is in the kernel now: loaded (/sys/module/NAME) or built in
   // (modules.builtin of the running kernel's module tree).
   [[nodiscard]] virtual bool loaded(const std::string &name) const = 0;
+  // Whether NAME can be loaded at all, asked at plan time: an error, saying
+  // why, where a load cannot even be tried (no module tree for the running
+  // kernel); whether modprobe then finds it is load()'s answer.
+  [[nodiscard]] virtual Status loadable(const std::string & /*name*/) const { return {}; }
   // modprobe NAME / modprobe -r NAME; the error carries modprobe's message.
   [[nodiscard]] virtual Status load(const std::string &name) = 0;
   [[nodiscard]] virtual Status unload(const std::string &name) = 0;

@@ -36,13 +36,19 @@ public:
   [[nodiscard]] bool loaded(const std::string &name) const override {
     return root_.is_dir("/sys/module/" + name) || builtin().contains(module_key(name));
   }
-  Status load(const std::string &name) override {
-    // Without the kernel's module tree modprobe can only fail (a kernel
-    // built without modules, a container image without /lib/modules):
-    // said without starting it.
+  // Without the kernel's module tree modprobe can only fail (a kernel
+  // built without modules, a container image without /lib/modules): said
+  // without starting it.
+  [[nodiscard]] Status loadable(const std::string &name) const override {
     if (tree_.empty() || !root_.exists(tree_ + "/modules.dep")) {
       return failure("this kernel has no module tree (" + root_.path(tree_ + "/modules.dep").string() +
                      " is missing): " + name + " cannot be loaded");
+    }
+    return {};
+  }
+  Status load(const std::string &name) override {
+    if (auto st = loadable(name); !st) {
+      return st;
     }
     return run({name});
   }
@@ -134,9 +140,20 @@ Status ModuleStep::plan() {
     return {};
   }
   for (const auto &m : profile_.modules) {
-    if (!loader_->loaded(m.name)) {
-      todo_.push_back(&m);
+    if (loader_->loaded(m.name)) {
+      continue;
     }
+    // A module that cannot be loaded here is found before any step applies:
+    // a required one fails the plan, another is skipped (and apply neither
+    // records nor tries it).
+    if (auto st = loader_->loadable(m.name); !st) {
+      if (m.required) {
+        return with_context(st.error(), m.name + " (" + m.origin + ", required)");
+      }
+      skipped_.push_back(m.name + ": " + st.error().message);
+      continue;
+    }
+    todo_.push_back(&m);
   }
   return {};
 }
