@@ -131,6 +131,15 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
   }
   std::string out;
   char buf[4096];
+  // A sysfs attribute or a sysctl is produced whole by the first read (one
+  // show() into a page): a read shorter than the buffer is the end of it, and
+  // the read that would return 0 is saved (a switch reads dozens of them).
+  // Not so the other file systems mounted under /sys, whose files may hand
+  // out a record at a time (cgroup.procs, a pinned BPF iterator, tracefs).
+  const bool whole_first = abs.starts_with("/proc/sys/") ||
+                           (abs.starts_with("/sys/") && !abs.starts_with("/sys/fs/") &&
+                            !abs.starts_with("/sys/kernel/debug/") && !abs.starts_with("/sys/kernel/tracing/") &&
+                            !abs.starts_with("/sys/kernel/security/") && !abs.starts_with("/sys/kernel/config/"));
   for (;;) {
     const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0) {
@@ -145,6 +154,9 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > k_max_read) {
       return failure(std::string(abs) + ": file larger than 1 MiB");
+    }
+    if (whole_first && static_cast<size_t>(n) < sizeof buf) {
+      break;
     }
   }
   return out;
