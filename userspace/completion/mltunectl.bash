@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch off active status recommend metrics conformance follow persist nic topology plan exec boot sched watch pool feeder noise drift config"
+	local commands="profile audit verify diff switch off active status recommend metrics conformance follow serve persist nic topology plan exec boot sched watch pool feeder noise drift config"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -52,6 +52,7 @@ _mltunectl() {
 		plan) opts+=" --gpus-per-rank --feeder-cores-per-gpu" ;;
 		metrics) opts+=" --output" ;;
 		follow) opts+=" --listen" ;;
+		serve) opts+=" --socket" ;;
 		boot) [[ $sub == remove ]] || opts+=" --profile --isolate --gpus-per-rank --feeder-cores-per-gpu" ;;
 		esac
 		COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -27,12 +27,16 @@ namespace {
 const auto k_started = std::chrono::steady_clock::now();
 } // namespace
 
+std::chrono::steady_clock::time_point process_started() {
+  return k_started;
+}
+
 std::function<void(std::string_view, std::string_view)> Context::step_progress() const {
   if (verbose == 0 || json) {
     return {};
   }
   return [this](std::string_view step, std::string_view phase) {
-    const std::chrono::duration<double, std::milli> t = std::chrono::steady_clock::now() - k_started;
+    const std::chrono::duration<double, std::milli> t = std::chrono::steady_clock::now() - started;
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.3f", t.count());
     // One write per line: stderr is unbuffered, and a job log that several
@@ -81,6 +85,7 @@ constexpr Subcommand k_subcommands[] = {
     {"noise", register_noise},     {"drift", register_drift},       {"off", register_node},
     {"active", register_node},     {"status", register_node},       {"recommend", register_node},
     {"follow", register_node},     {"metrics", register_node},      {"conformance", register_node},
+    {"serve", register_serve},
 };
 
 // Registering every subcommand's options costs more than the work of a
@@ -117,10 +122,12 @@ void register_subcommands(CLI::App &app, Context &ctx, const std::vector<std::st
 
 } // namespace
 
-int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err) {
+int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err,
+        std::optional<std::chrono::steady_clock::time_point> started) {
   Context ctx;
   ctx.out = &out;
   ctx.err = &err;
+  ctx.started = started.value_or(k_started);
   CLI::App app{"mltunectl: tune Linux GPU training and inference nodes", "mltunectl"};
   app.set_version_flag("--version", MLTUNE_VERSION);
   app.fallthrough();

@@ -7,11 +7,13 @@
 #include "mltune/nic.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
+#include "mltune/service.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -45,6 +47,9 @@ struct Context {
   std::ostream *out = nullptr;
   std::ostream *err = nullptr;
   int rc = k_exit_ok;
+  // When the command started: this process's start, or the client's for a
+  // command that `mltunectl serve` runs (the -v times count from it).
+  std::chrono::steady_clock::time_point started;
 
   [[nodiscard]] Sysroot root() const { return Sysroot(sysroot); }
   // Prints the error (and a JSON error object with --json); sets rc.
@@ -80,6 +85,7 @@ void register_config(CLI::App &app, Context &ctx); // config show|check|apply|re
 void register_noise(CLI::App &app, Context &ctx);  // noise
 void register_drift(CLI::App &app, Context &ctx);  // drift start|stop|status|show
 void register_node(CLI::App &app, Context &ctx);   // off, active (status), recommend, follow, metrics
+void register_serve(CLI::App &app, Context &ctx);  // serve
 
 // The CPUs `noise` watches: "" every online CPU (an empty set), "feeder" the
 // active feeder cores (else the plan's), or a cpulist or plan role.
@@ -94,6 +100,21 @@ nlohmann::json drift_write_json(const DriftWrite &w);
 CLI::Validator cpulist_check();
 
 // Runs mltunectl with argv (without the program name); returns the exit code.
-int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err);
+// `started`: when the command started (default: this process's start).
+int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err,
+        std::optional<std::chrono::steady_clock::time_point> started = std::nullopt);
+// When this process started (static initialisation, before main()).
+std::chrono::steady_clock::time_point process_started();
+
+// Whether `mltunectl serve` may run this command line: `switch NAME` (a
+// profile name, not a file path) and `off`, with --json, --dry-run and -v;
+// --sysroot, --help, a file path or any other command run in the caller.
+bool forwardable(const std::vector<std::string> &args);
+// Runs the command line in the service at `socket` when it is forwardable,
+// the caller is root and a service listens there (and MLTUNE_NO_SERVICE and
+// MLTUNE_FAIL_STEP are unset); its output goes to this process's stdout and
+// stderr.  The exit code, or nullopt: run it here.
+std::optional<int> forward(const std::vector<std::string> &args, std::ostream &err,
+                           std::string_view socket = k_service_socket);
 
 } // namespace mltune::cli

@@ -59,7 +59,7 @@ private:
 };
 
 ProcEvent ev(ProcEvent::Kind k, int pid, int tid) {
-  return {k, pid, tid, 0};
+  return {k, pid, tid, 0, {}};
 }
 
 const char *const k_rules = R"(

@@ -163,6 +163,10 @@ public:
 
 // libnl sockets: generic netlink (family "ethtool" resolved) and rtnetlink.
 Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport();
+// For a process that lives across many switches (mltunectl serve): the
+// sockets and the resolved family are opened once and kept; a request that
+// fails closes them, and the next transport opens new ones.  Off by default.
+void keep_netlink_transport();
 
 // The live backend: ethtool genetlink + rtnetlink (libnl) and sysfs/procfs
 // through `root`.  `feeders` are never used for NIC IRQs or RPS.

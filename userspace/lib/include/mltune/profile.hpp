@@ -89,6 +89,11 @@ std::span<const BuiltinProfile> builtin_profiles();
 inline constexpr std::string_view k_user_profile_dir = "/etc/mltune/profiles";
 std::string_view packaged_profile_dir();
 
+// For a process that loads profiles many times (mltunectl serve): each
+// profile text parsed once is kept, keyed by its name and whole text, so a
+// file that changed is parsed again.  Off by default.
+void enable_profile_cache();
+
 class ProfileLoader {
 public:
   // `sysroot` (may be null) is used to find profiles in

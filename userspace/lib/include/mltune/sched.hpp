@@ -217,6 +217,7 @@ struct ProcEvent {
   int pid = 0;               // tgid (fork: the child's)
   int tid = 0;               // thread (fork: the child; exec: = pid)
   uint64_t timestamp_ns = 0; // CLOCK_MONOTONIC at the event
+  std::string comm;          // comm: the new name
 };
 
 // What one wait on the event source brought.
@@ -235,6 +236,8 @@ public:
   virtual Result<ProcEventBatch> wait(int timeout_ms) = 0;
   // Ends the subscription (the watcher calls it when it stops).
   virtual void unsubscribe() = 0;
+  // A descriptor that polls readable when events wait (-1: none).
+  [[nodiscard]] virtual int fd() const { return -1; }
 };
 
 // A NETLINK_CONNECTOR socket bound to CN_IDX_PROC and subscribed.

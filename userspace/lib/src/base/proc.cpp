@@ -2,6 +2,7 @@
 #include "base/proc.hpp"
 
 #include "base/unique_fd.hpp"
+#include "mltune/service.hpp"
 
 #include <algorithm>
 #include <array>
@@ -105,7 +106,7 @@ std::string strip_newline(std::string s) {
 
 } // namespace
 
-std::vector<TaskName> task_names(const Sysroot &root) {
+std::vector<TaskName> scan_task_names(const Sysroot &root) {
   std::vector<TaskName> out;
   const UniqueFd proc(::open(root.path("/proc").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!proc) {
@@ -123,6 +124,41 @@ std::vector<TaskName> task_names(const Sysroot &root) {
       }
     }
   }
+  return out;
+}
+
+std::filesystem::path real_path(const std::filesystem::path &p, std::error_code &ec) {
+  ec.clear();
+  const UniqueFd fd(::open(p.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd) {
+    ec = std::error_code(errno, std::generic_category());
+    return {};
+  }
+  std::array<char, 4096> buf{};
+  const std::string link = "/proc/self/fd/" + std::to_string(fd.get());
+  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+  if (n <= 0 || static_cast<size_t>(n) >= buf.size() || buf[0] != '/') {
+    return std::filesystem::canonical(p, ec); // no /proc, or a path it cannot show
+  }
+  return {std::string(buf.data(), static_cast<size_t>(n))};
+}
+
+std::vector<TaskName> task_names(const Sysroot &root) {
+  ThreadIndex *index = installed_thread_index();
+  if (index == nullptr || index->root().root() != root.root()) {
+    return scan_task_names(root);
+  }
+  auto threads = index->threads();
+  if (!threads) {
+    return scan_task_names(root);
+  }
+  std::vector<TaskName> out;
+  out.reserve(threads->size());
+  for (auto &[tid, t] : *threads) {
+    out.push_back({t.pid, tid, std::move(t.comm)});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TaskName &a, const TaskName &b) { return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid; });
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "mltune/parse.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +61,16 @@ struct TaskName {
 // lookups are most of what is left: about 500 us for 70 processes on a
 // small VM).  Threads that exit during the scan are left out; threads
 // created during it may be.
+std::vector<TaskName> scan_task_names(const Sysroot &root);
+// The canonical host path of `p` (symbolic links resolved), as
+// std::filesystem::canonical but in three system calls: open(O_PATH) and
+// readlink of /proc/self/fd/N (fs::canonical reads each component's link:
+// a dozen for a device under /sys/class/net); fs::canonical where /proc is
+// not mounted.
+std::filesystem::path real_path(const std::filesystem::path &p, std::error_code &ec);
+
+// The same list from the resident thread index when this process keeps one
+// for `root` (mltunectl serve: ThreadIndex, mltune/service.hpp), else the scan.
 std::vector<TaskName> task_names(const Sysroot &root);
 
 } // namespace mltune::proc

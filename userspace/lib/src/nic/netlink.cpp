@@ -2,6 +2,7 @@
 // (LiveTransport, the NetlinkTransport message layer), queue IRQs and RPS
 // through the sysroot.  LiveBackend plans the messages, maps the kernel's
 // errors and reads features back; tests run it over a fake transport.
+#include "base/proc.hpp"
 #include "mltune/cpulist.hpp"
 #include "mltune/nic.hpp"
 #include "mltune/node_info.hpp"
@@ -219,6 +220,7 @@ std::vector<std::string> bitset_names(nlattr *bitset) {
 // socket (ethtool family) and the rtnetlink socket.
 class LiveTransport final : public NetlinkTransport {
 public:
+  static constexpr size_t k_genl_buf = size_t{64} * 1024;
   Status open() {
     genl_.reset(nl_socket_alloc());
     rtnl_.reset(nl_socket_alloc());
@@ -233,7 +235,14 @@ public:
     }
     enable_ext_ack(genl_.get());
     enable_ext_ack(rtnl_.get());
-    nl_socket_enable_msg_peek(genl_.get());
+    // One recvmsg per message into a buffer larger than any ethtool reply
+    // this asks for (a few KiB; the feature names are the largest), instead
+    // of a MSG_PEEK for the size first: two system calls fewer per request.
+    // A larger message would fail the request (NLE_MSG_TRUNC), not be cut.
+    nl_socket_disable_msg_peek(genl_.get());
+    if (int r = nl_socket_set_msg_buf_size(genl_.get(), k_genl_buf); r < 0) {
+      return failure(std::string("netlink: receive buffer: ") + nl_geterror(r));
+    }
     family_ = genl_ctrl_resolve(genl_.get(), ETHTOOL_GENL_NAME);
     if (family_ < 0) {
       return failure("netlink: generic netlink family \"ethtool\" not found (kernel without ethtool netlink): " +
@@ -640,7 +649,7 @@ private:
     if (!want_irqs && !probe_wants("rps") && !probe_wants("channels")) {
       return;
     }
-    fs::path dev = fs::canonical(root_.path(base + "/device"), ec);
+    fs::path dev = proc::real_path(root_.path(base + "/device"), ec);
     for (int depth = 0; !ec && depth < 4 && dev.has_parent_path(); ++depth, dev = dev.parent_path()) {
       if (fs::exists(dev / "numa_node", ec) && fs::exists(dev / "msi_irqs", ec)) {
         break;
@@ -906,10 +915,68 @@ private:
 
 } // namespace
 
+namespace {
+
+// keep_netlink_transport(): one LiveTransport for the life of the process,
+// lent to each backend through KeptTransport.  A request that fails drops
+// it, so the next backend opens fresh sockets (nothing stale is read from a
+// socket whose exchange broke off).
+bool g_keep_transport = false;
+std::shared_ptr<LiveTransport> g_kept;
+
+class KeptTransport final : public NetlinkTransport {
+public:
+  Result<NlAttrs> ethtool_get(std::uint8_t cmd, const std::string &ifname) override {
+    return check(t().ethtool_get(cmd, ifname));
+  }
+  Status ethtool_set(std::uint8_t cmd, const std::string &ifname, const std::vector<NlAttr> &attrs) override {
+    return check(t().ethtool_set(cmd, ifname, attrs));
+  }
+  Result<std::vector<std::string>> feature_names(const std::string &ifname) override {
+    return check(t().feature_names(ifname));
+  }
+  Result<NlFeatures> features_get(const std::string &ifname) override { return check(t().features_get(ifname)); }
+  Status features_set(const std::string &ifname, const std::vector<std::pair<std::string, bool>> &wanted) override {
+    return check(t().features_set(ifname, wanted));
+  }
+  Result<NlLink> link_get(const std::string &ifname) override { return check(t().link_get(ifname)); }
+  Status link_set(const std::string &ifname, std::optional<unsigned> mtu, std::optional<unsigned> txqlen) override {
+    return check(t().link_set(ifname, mtu, txqlen));
+  }
+
+private:
+  // Kept from the first request of this backend to its last: a request
+  // that failed drops the process's transport, not this one.
+  LiveTransport &t() const { return *held_; }
+  // A request the kernel refused ("kernel: ...", EOPNOTSUPP from a driver)
+  // leaves the sockets clean; one that broke off in send or receive
+  // ("netlink ...") does not.
+  template <class R> R check(R r) {
+    if (!r && r.error().message.starts_with("netlink") && g_kept == held_) {
+      g_kept.reset();
+    }
+    return r;
+  }
+  std::shared_ptr<LiveTransport> held_ = g_kept;
+};
+
+} // namespace
+
+void keep_netlink_transport() {
+  g_keep_transport = true;
+}
+
 Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport() {
+  if (g_keep_transport && g_kept) {
+    return std::unique_ptr<NetlinkTransport>(std::make_unique<KeptTransport>());
+  }
   auto t = std::make_unique<LiveTransport>();
   if (auto st = t->open(); !st) {
     return st.error();
+  }
+  if (g_keep_transport) {
+    g_kept = std::shared_ptr<LiveTransport>(std::move(t));
+    return std::unique_ptr<NetlinkTransport>(std::make_unique<KeptTransport>());
   }
   return std::unique_ptr<NetlinkTransport>(std::move(t));
 }

@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 
 namespace mltune {
@@ -638,12 +640,44 @@ Status merge_sections(const toml::table &doc, const std::string &display, Profil
 
 } // namespace detail
 
-Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
-  using namespace detail;
-  auto doc = parse_profile_text(src.text, src.display);
+namespace {
+
+// enable_profile_cache(): parsed documents by display name and text. Bounded
+// by the profiles of the node (a few dozen small files); a new text of the
+// same name replaces the old.
+bool g_profile_cache = false;
+std::map<std::string, std::pair<std::string, std::shared_ptr<const toml::table>>, std::less<>> g_parsed;
+
+Result<std::shared_ptr<const toml::table>> parsed(const std::string &text, const std::string &display) {
+  if (g_profile_cache) {
+    if (auto it = g_parsed.find(display); it != g_parsed.end() && it->second.first == text) {
+      return it->second.second;
+    }
+  }
+  auto doc = detail::parse_profile_text(text, display);
   if (!doc) {
     return doc.error();
   }
+  auto p = std::make_shared<const toml::table>(std::move(*doc));
+  if (g_profile_cache) {
+    g_parsed[display] = {text, p};
+  }
+  return p;
+}
+
+} // namespace
+
+void enable_profile_cache() {
+  g_profile_cache = true;
+}
+
+Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
+  using namespace detail;
+  auto parsed_doc = parsed(src.text, src.display);
+  if (!parsed_doc) {
+    return parsed_doc.error();
+  }
+  const std::shared_ptr<const toml::table> doc = *parsed_doc;
   stack.push_back(src.id);
   // Pass 1: schema of the top level.
   auto includes = check_top_level(*doc, src.display);

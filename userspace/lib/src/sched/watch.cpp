@@ -67,20 +67,30 @@ void decode(const char *buf, size_t n, std::vector<ProcEvent> &out) {
     ProcEvent e;
     switch (ev.what) {
     case PROC_EVENT_FORK:
-      e = {ProcEvent::Kind::fork, static_cast<int>(ev.event_data.fork.child_tgid),
-           static_cast<int>(ev.event_data.fork.child_pid), ev.timestamp_ns};
+      e = {ProcEvent::Kind::fork,
+           static_cast<int>(ev.event_data.fork.child_tgid),
+           static_cast<int>(ev.event_data.fork.child_pid),
+           ev.timestamp_ns,
+           {}};
       break;
     case PROC_EVENT_EXEC:
-      e = {ProcEvent::Kind::exec, static_cast<int>(ev.event_data.exec.process_tgid),
-           static_cast<int>(ev.event_data.exec.process_pid), ev.timestamp_ns};
+      e = {ProcEvent::Kind::exec,
+           static_cast<int>(ev.event_data.exec.process_tgid),
+           static_cast<int>(ev.event_data.exec.process_pid),
+           ev.timestamp_ns,
+           {}};
       break;
     case PROC_EVENT_COMM:
       e = {ProcEvent::Kind::comm, static_cast<int>(ev.event_data.comm.process_tgid),
-           static_cast<int>(ev.event_data.comm.process_pid), ev.timestamp_ns};
+           static_cast<int>(ev.event_data.comm.process_pid), ev.timestamp_ns,
+           std::string(ev.event_data.comm.comm, strnlen(ev.event_data.comm.comm, sizeof(ev.event_data.comm.comm)))};
       break;
     case PROC_EVENT_EXIT:
-      e = {ProcEvent::Kind::exit, static_cast<int>(ev.event_data.exit.process_tgid),
-           static_cast<int>(ev.event_data.exit.process_pid), ev.timestamp_ns};
+      e = {ProcEvent::Kind::exit,
+           static_cast<int>(ev.event_data.exit.process_tgid),
+           static_cast<int>(ev.event_data.exit.process_pid),
+           ev.timestamp_ns,
+           {}};
       break;
     default: continue;
     }
@@ -91,7 +101,7 @@ void decode(const char *buf, size_t n, std::vector<ProcEvent> &out) {
 class LiveProcConnector final : public ProcEventSource {
 public:
   explicit LiveProcConnector(int fd) : fd_(fd) {}
-  [[nodiscard]] int fd() const { return fd_.get(); }
+  [[nodiscard]] int fd() const override { return fd_.get(); }
 
   Result<ProcEventBatch> wait(int timeout_ms) override {
     ProcEventBatch b;

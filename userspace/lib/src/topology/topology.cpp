@@ -1,5 +1,6 @@
 #include "mltune/topology.hpp"
 
+#include "base/proc.hpp"
 #include "mltune/parse.hpp"
 #include "topology/topology_phases.hpp"
 
@@ -220,7 +221,7 @@ bool is_pci_address(std::string_view s) {
 
 std::optional<std::string> resolve_link(const Sysroot &root, const std::string &abs, Topology &t) {
   std::error_code ec;
-  const fs::path host = fs::canonical(root.path(abs), ec);
+  const fs::path host = proc::real_path(root.path(abs), ec);
   if (ec) {
     return std::nullopt;
   }
