@@ -71,7 +71,7 @@ pkgs_installed() {
 dkms_installed() { dkms status mltune -k "$(uname -r)" | grep ': installed'; }
 module_is_dkms() { modinfo -n mltune | grep /updates/dkms/mltune.ko; }
 system_group() { gid=$(getent group mltune | cut -d: -f3) && [ "$gid" -lt 1000 ]; }
-units_enabled() { [ "$(systemctl is-enabled mltune.service mltune-watch.service | sort -u)" = enabled ]; }
+units_enabled() { [ "$(systemctl is-enabled mltune.service mltune-watch.service mltune-serve.socket | sort -u)" = enabled ]; }
 # The package started the units; without a configuration both were skipped.
 nothing_applied() {
 	journal mltune.service | grep "skipped because of an unmet condition check (ConditionPathExists=/etc/mltune/mltune.toml)" &&
@@ -86,7 +86,7 @@ installed() {
 	t_check "dkms built and installed the module for $(uname -r)" dkms_installed
 	t_check "modinfo finds the DKMS module" module_is_dkms
 	t_check "system group mltune exists" system_group
-	t_check "mltune.service and mltune-watch.service are enabled" units_enabled
+	t_check "mltune.service, mltune-watch.service and mltune-serve.socket are enabled" units_enabled
 	t_check "without a configuration mltune.service does nothing" nothing_applied
 	t_check "profiles are in /usr/share/mltune/profiles" test -f /usr/share/mltune/profiles/training.toml
 
@@ -187,13 +187,33 @@ exporter_follows_switch() {
 		mltunectl switch training && metrics_now && scrape training
 }
 
+# The resident switcher: its socket listens from the install on, the first
+# switch started the service, and the switches above ran in it.
+serve_socket_listens() { [ "$(systemctl is-active mltune-serve.socket)" = active ] && [ -S /run/mltune/mltunectl.sock ]; }
+switches_were_served() {
+	[ "$(systemctl is-active mltune-serve.service)" = active ] &&
+		journalctl -b -q -u mltune-serve.service | grep -q "switch inference: exit 0" &&
+		journalctl -b -q -u mltune-serve.service | grep -q "switch training: exit 0" ||
+		{ journalctl -b -q -u mltune-serve.service | tail -5; return 1; }
+}
+# A service killed between switches: the socket starts a new one for the
+# next switch, which comes out the same.
+served_after_kill() {
+	systemctl kill -s KILL mltune-serve.service && mltunectl switch inference >/dev/null &&
+		mltunectl verify inference >/dev/null && mltunectl switch training >/dev/null &&
+		mltunectl verify training >/dev/null &&
+		[ "$(systemctl is-active mltune-serve.service)" = active ]
+}
+
 purge() {
 	DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mltunectl mltune-dkms >/tmp/purge.log 2>&1 ||
 		{ cat /tmp/purge.log; return 1; }
 }
 all_gone() {
-	! pgrep -f "mltunectl watch" && ! systemctl cat mltune.service mltune-watch.service 2>/dev/null &&
-		! systemctl cat mltune-metrics.service mltune-metrics.timer 2>/dev/null && [ ! -e $TEXTFILE ]
+	! pgrep -f "mltunectl watch" && ! pgrep -f "mltunectl serve" &&
+		! systemctl cat mltune.service mltune-watch.service 2>/dev/null &&
+		! systemctl cat mltune-metrics.service mltune-metrics.timer 2>/dev/null &&
+		! systemctl cat mltune-serve.socket mltune-serve.service 2>/dev/null && [ ! -e $TEXTFILE ]
 }
 no_file_left() {
 	left=""
@@ -239,11 +259,14 @@ booted() {
 
 	t_check "node_exporter serves mltunectl metrics: training active, in line" exporter_serves_training
 	t_check "... and inference after switch inference, training after switching back" exporter_follows_switch
+	t_check "mltune-serve.socket listens on /run/mltune/mltunectl.sock" serve_socket_listens
+	t_check "those switches ran in mltune-serve.service (its journal)" switches_were_served
+	t_check "after the service is killed, the next switch starts it again" served_after_kill
 
 	t_check "apt purge removes both packages" purge
 	t_check "the module is unloaded" test ! -d /sys/module/mltune
 	t_check "the node is back on its baseline" same_as "$STATE/baseline" node_state
-	t_check "the watcher and the units are gone" all_gone
+	t_check "the watcher, the resident switcher and the units are gone" all_gone
 	t_check "no file of the packages is left" no_file_left
 	t_done
 }

@@ -97,6 +97,15 @@ TEST_F(Cli, EverySubcommandInTheHelpIsRegistered) {
   EXPECT_EQ(run({"--json", "-v", "diff", "training", "training"}).rc, 0);
 }
 
+// The service serves the live node only: with a fixture root (every run()
+// here passes --sysroot) it refuses to start, touching no socket.
+TEST_F(Cli, ServeRefusesASysroot) {
+  const auto r = run({"serve", "--socket", (fake.dir() / "s.sock").string()});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--sysroot"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(fake.dir() / "s.sock"));
+}
+
 TEST_F(Cli, ProfileListShowCheck) {
   auto r = run({"--json", "profile", "list"});
   ASSERT_EQ(r.rc, 0) << r.err;
