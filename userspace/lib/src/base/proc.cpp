@@ -1,6 +1,7 @@
 // /proc/PID/stat parsing (see base/proc.hpp).
 #include "base/proc.hpp"
 
+#include "base/dirents.hpp"
 #include "base/unique_fd.hpp"
 #include "mltune/service.hpp"
 
@@ -49,31 +50,14 @@ std::vector<int> pids(const std::vector<std::string> &names) {
 
 namespace {
 
-// The numeric entries of the directory `fd`, through getdents64 (no
-// per-entry stat, unlike readdir() through std::filesystem).
+// The numeric entries of the directory `fd`.
 std::vector<int> numeric_entries(int fd) {
   std::vector<int> out;
-  alignas(8) std::array<char, 16384> buf{};
-  for (;;) {
-    const long n = ::syscall(SYS_getdents64, fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) {
-      continue;
+  detail::for_each_dirent(fd, [&](std::string_view name) {
+    if (auto v = parse_int<int>(name); v && *v > 0) {
+      out.push_back(*v);
     }
-    if (n <= 0) {
-      break;
-    }
-    for (long off = 0; off < n;) {
-      dirent64 d{};
-      // d_name may run past sizeof(dirent64) in the buffer: copy the fixed
-      // part, then read the name in place.
-      std::memcpy(&d, buf.data() + off, offsetof(dirent64, d_name));
-      const char *name = buf.data() + off + offsetof(dirent64, d_name);
-      if (auto v = parse_int<int>(std::string_view(name)); v && *v > 0) {
-        out.push_back(*v);
-      }
-      off += d.d_reclen;
-    }
-  }
+  });
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -8,6 +8,7 @@
 #include "mltune/sched.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -103,34 +104,53 @@ public:
   explicit LiveProcConnector(int fd) : fd_(fd) {}
   [[nodiscard]] int fd() const override { return fd_.get(); }
 
+  // Every event queued, up to k_batch datagrams per recvmmsg (the
+  // connector sends one event per datagram: a recv per event would be a
+  // system call per event).  timeout_ms 0: no poll, only what is queued.
   Result<ProcEventBatch> wait(int timeout_ms) override {
     ProcEventBatch b;
-    pollfd pfd{fd_.get(), POLLIN, 0};
-    const int pr = ::poll(&pfd, 1, timeout_ms);
-    if (pr < 0 && errno != EINTR) {
-      return sys_error("proc connector: poll", errno);
+    if (timeout_ms != 0) {
+      pollfd pfd{fd_.get(), POLLIN, 0};
+      const int pr = ::poll(&pfd, 1, timeout_ms);
+      if (pr < 0 && errno != EINTR) {
+        return sys_error("proc connector: poll", errno);
+      }
+      b.idle = pr == 0;
+      if (pr <= 0) {
+        return b;
+      }
     }
-    b.idle = pr == 0;
-    if (pr <= 0) {
-      return b;
+    std::array<iovec, k_batch> iov{};
+    std::array<mmsghdr, k_batch> msgs{};
+    for (size_t i = 0; i < k_batch; ++i) {
+      iov[i] = {bufs_[i].data(), bufs_[i].size()};
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
     }
-    const ssize_t n = ::recv(fd_.get(), buf_, sizeof(buf_), 0);
+    const int n = ::recvmmsg(fd_.get(), msgs.data(), k_batch, MSG_DONTWAIT, nullptr);
     if (n < 0) {
       if (errno == ENOBUFS) {
         b.lost = true;
-      } else if (errno != EINTR && errno != EAGAIN) {
-        return sys_error("proc connector: recv", errno);
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        b.idle = timeout_ms == 0;
+      } else if (errno != EINTR) {
+        return sys_error("proc connector: recvmmsg", errno);
       }
       return b;
     }
-    decode(buf_, static_cast<size_t>(n), b.events);
+    for (int i = 0; i < n; ++i) {
+      decode(bufs_[static_cast<size_t>(i)].data(), msgs[static_cast<size_t>(i)].msg_len, b.events);
+    }
     return b;
   }
   void unsubscribe() override { (void)subscribe(fd_.get(), false); }
 
 private:
+  static constexpr size_t k_batch = 64;
   UniqueFd fd_;
-  alignas(nlmsghdr) char buf_[16384]{};
+  // One event is about 100 bytes; a datagram holds one.
+  struct alignas(nlmsghdr) Buf : std::array<char, 1024> {};
+  std::array<Buf, k_batch> bufs_{};
 };
 
 // The watcher between events: rules, the threads it gave a policy, and the
