@@ -83,6 +83,7 @@ void run_serve(Context &ctx, const std::string &path) {
   }
   enable_profile_cache();
   keep_netlink_transport();
+  keep_knob_files();
   log("serving " + (listener->activated() ? std::string("the socket systemd passed") : path) + " (version " +
       MLTUNE_VERSION + ", pid " + std::to_string(::getpid()) + ")");
 

@@ -117,3 +117,38 @@ TEST(KernelVersion, DebianReleases) {
   fake.set("/proc/sys/kernel/osrelease", "vmlinux\n");
   EXPECT_FALSE(kernel_version(fake.root()).ok());
 }
+
+// keep_knob_files(): the live node's knob files stay open and a read is a
+// pread; the value is the one a fresh open reads. A file tree is never kept
+// (its regular files would not be truncated by a pwrite). Kept only where
+// this process may open the file for writing (root); the reads agree
+// either way.
+TEST(KnobFiles, KeptOnTheLiveNodeOnly) {
+  const Sysroot live("/");
+  const auto plain = live.read_value("/proc/sys/vm/swappiness");
+  ASSERT_TRUE(plain) << plain.error().message;
+  FakeSysroot fake;
+  fake.set("/proc/sys/vm/swappiness", "60\n");
+  keep_knob_files();
+  const auto kept = live.read_value("/proc/sys/vm/swappiness");
+  const auto again = live.read_value("/proc/sys/vm/swappiness");
+  const size_t open_now = kept_knob_files();
+  const auto fake_read = fake.root().read_value("/proc/sys/vm/swappiness");
+  const size_t after_fake = kept_knob_files();
+  // The same value written back: the node does not change.
+  const Status written = ::geteuid() == 0 ? live.write_value("/proc/sys/vm/swappiness", *plain) : Status{};
+  const auto after_write = live.read_value("/proc/sys/vm/swappiness");
+  keep_knob_files(false);
+  ASSERT_TRUE(kept && again && after_write);
+  EXPECT_EQ(*kept, *plain);
+  EXPECT_EQ(*again, *plain);
+  EXPECT_TRUE(written) << written.error().message;
+  EXPECT_EQ(*after_write, *plain);
+  if (::geteuid() == 0) {
+    EXPECT_EQ(open_now, 1U);
+  }
+  ASSERT_TRUE(fake_read);
+  EXPECT_EQ(*fake_read, "60");
+  EXPECT_EQ(after_fake, open_now);
+  EXPECT_EQ(kept_knob_files(), 0U);
+}

@@ -7,6 +7,7 @@
 
 #include "mltune/result.hpp"
 
+#include <cstddef>
 #include <filesystem>
 #include <initializer_list>
 #include <map>
@@ -15,6 +16,17 @@
 #include <vector>
 
 namespace mltune {
+
+// For a process that lives across many switches (mltunectl serve): the
+// knob files it reads and writes (sysctls, sysfs attributes, /proc/irq/N)
+// stay open, so that a read is one pread(2) and a write one pwrite(2) at
+// offset 0 instead of an open, a read or write and a close.  A descriptor
+// whose file went away (ENODEV, ENOENT, EIO: a device removed, an IRQ
+// freed) is closed and the path opened afresh.  The live root only; off by
+// default, and keep_knob_files(false) closes every kept descriptor.
+void keep_knob_files(bool keep = true);
+// How many knob files are kept open now.
+size_t kept_knob_files();
 
 class Sysroot {
 public:

@@ -1,8 +1,10 @@
 #include "mltune/sysroot.hpp"
 
+#include "base/dirents.hpp"
 #include "base/unique_fd.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -36,7 +38,83 @@ bool has_dotdot(std::string_view p) {
   return false;
 }
 
+// A sysfs attribute or a sysctl is produced whole by the first read (one
+// show() into a page): a read shorter than the buffer is the end of it.
+// Not so the other file systems mounted under /sys, whose files may hand
+// out a record at a time (cgroup.procs, a pinned BPF iterator, tracefs).
+bool whole_in_one_read(std::string_view abs) {
+  // /proc/irq/N/* are single_open() seq files: one show() too.
+  return abs.starts_with("/proc/sys/") || abs.starts_with("/proc/irq/") ||
+         (abs.starts_with("/sys/") && !abs.starts_with("/sys/fs/") && !abs.starts_with("/sys/kernel/debug/") &&
+          !abs.starts_with("/sys/kernel/tracing/") && !abs.starts_with("/sys/kernel/security/") &&
+          !abs.starts_with("/sys/kernel/config/"));
+}
+
+// keep_knob_files(): the open descriptors of knob files (sysctls, sysfs
+// attributes, /proc/irq/N/ files) by host path, -1 for a file that cannot
+// be opened for both reading and writing (it takes the plain path).  One
+// per process, used from one thread (mltunectl serve).
+bool g_keep_knobs = false;
+std::map<std::string, int, std::less<>> g_knob_fds;
+constexpr size_t k_max_kept = 4096;
+
+// The live node's knob files only: a file tree (--sysroot, the tests'
+// fakes) has regular files, which a pwrite at offset 0 would not truncate.
+bool keepable(const Sysroot &root, std::string_view abs) {
+  return g_keep_knobs && root.is_live() && whole_in_one_read(abs);
+}
+
+// The kept descriptor of `host`, opened now if need be; -1: not kept.
+int kept_fd(const std::string &host) {
+  if (auto it = g_knob_fds.find(host); it != g_knob_fds.end()) {
+    return it->second;
+  }
+  if (g_knob_fds.size() >= k_max_kept) {
+    return -1;
+  }
+  const int fd = ::open(host.c_str(), O_RDWR | O_CLOEXEC);
+  // Only a file that exists is remembered (a knob of a device to come is
+  // looked for again next time); a read-only or write-only one as -1.
+  if (fd >= 0 || errno == EACCES || errno == EPERM) {
+    g_knob_fds.emplace(host, fd);
+  }
+  return fd;
+}
+
+// The file behind a kept descriptor went away (a device removed, an IRQ
+// freed, a network namespace's sysctls unregistered): drop it, so the plain
+// path opens what is there now.
+bool gone(int err) {
+  return err == ENODEV || err == ENOENT || err == EIO || err == ESTALE || err == EBADF;
+}
+
+void drop_kept(const std::string &host) {
+  if (auto it = g_knob_fds.find(host); it != g_knob_fds.end()) {
+    if (it->second >= 0) {
+      ::close(it->second);
+    }
+    g_knob_fds.erase(it);
+  }
+}
+
 } // namespace
+
+void keep_knob_files(bool keep) {
+  g_keep_knobs = keep;
+  if (!keep) {
+    for (const auto &[host, fd] : g_knob_fds) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+    g_knob_fds.clear();
+  }
+}
+
+size_t kept_knob_files() {
+  return static_cast<size_t>(
+      std::count_if(g_knob_fds.begin(), g_knob_fds.end(), [](const auto &e) { return e.second >= 0; }));
+}
 
 Sysroot::Sysroot(fs::path root) : root_(std::move(root)) {
   if (root_.empty()) {
@@ -125,21 +203,43 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
+  if (keepable(*this, abs)) {
+    // One pread(2) at offset 0: the attribute shown anew, as a fresh open reads it.
+    const std::string host = host_path(abs);
+    if (const int kfd = kept_fd(host); kfd >= 0) {
+      std::array<char, 4096> page{};
+      std::string whole;
+      for (;;) {
+        const ssize_t n = ::pread(kfd, page.data(), page.size(), static_cast<off_t>(whole.size()));
+        if (n < 0 && errno == EINTR) {
+          continue;
+        }
+        if (n < 0) {
+          if (!gone(errno)) {
+            return sys_error(std::string(abs) + ": read", errno);
+          }
+          drop_kept(host);
+          break; // the plain path below: the file as it is now, or its error
+        }
+        whole.append(page.data(), static_cast<size_t>(n));
+        if (n == 0 || (static_cast<size_t>(n) < page.size() && whole_in_one_read(abs)) || whole.size() > k_max_read) {
+          if (whole.size() > k_max_read) {
+            return failure(std::string(abs) + ": file larger than 1 MiB");
+          }
+          return whole;
+        }
+      }
+    }
+  }
   const UniqueFd fd(::open(host_path(abs).c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
   std::string out;
   char buf[4096];
-  // A sysfs attribute or a sysctl is produced whole by the first read (one
-  // show() into a page): a read shorter than the buffer is the end of it, and
-  // the read that would return 0 is saved (a switch reads dozens of them).
-  // Not so the other file systems mounted under /sys, whose files may hand
-  // out a record at a time (cgroup.procs, a pinned BPF iterator, tracefs).
-  const bool whole_first = abs.starts_with("/proc/sys/") ||
-                           (abs.starts_with("/sys/") && !abs.starts_with("/sys/fs/") &&
-                            !abs.starts_with("/sys/kernel/debug/") && !abs.starts_with("/sys/kernel/tracing/") &&
-                            !abs.starts_with("/sys/kernel/security/") && !abs.starts_with("/sys/kernel/config/"));
+  // The read that would return 0 is saved where the first is whole (a
+  // switch reads dozens of knobs).
+  const bool whole_first = whole_in_one_read(abs);
   for (;;) {
     const ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0) {
@@ -176,6 +276,30 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
   }
   if (auto it = faults_.find(abs); it != faults_.end()) {
     return sys_error(std::string(abs) + ": write", it->second);
+  }
+  if (keepable(*this, abs)) {
+    // One pwrite(2) at offset 0, as a fresh open and write(2) would do.
+    // /proc/irq/N/* are seq files, which refuse pwrite (seq_open clears
+    // FMODE_PWRITE; kernfs puts it back for sysfs): write(2), whose
+    // handlers there take no offset.
+    const std::string host = host_path(abs);
+    if (const int kfd = kept_fd(host); kfd >= 0) {
+      const bool seq = abs.starts_with("/proc/irq/");
+      ssize_t n = 0;
+      do {
+        n = seq ? ::write(kfd, value.data(), value.size()) : ::pwrite(kfd, value.data(), value.size(), 0);
+      } while (n < 0 && errno == EINTR);
+      if (n == static_cast<ssize_t>(value.size())) {
+        return {};
+      }
+      if (n >= 0) {
+        return failure(std::string(abs) + ": short write");
+      }
+      if (!gone(errno)) {
+        return sys_error(std::string(abs) + ": write", errno);
+      }
+      drop_kept(host); // the plain path below
+    }
   }
   const UniqueFd fd(::open(host_path(abs).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -265,13 +389,14 @@ Status Sysroot::symlink(std::string_view target, std::string_view abs) const {
 
 std::vector<std::string> Sysroot::list_dir(std::string_view abs) const {
   std::vector<std::string> out;
-  std::error_code ec;
   if (has_dotdot(abs)) {
     return out;
   }
-  for (fs::directory_iterator it(path(abs), ec), end; !ec && it != end; it.increment(ec)) {
-    out.push_back(it->path().filename().string());
+  const UniqueFd fd(::open(host_path(abs).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
+    return out;
   }
+  detail::for_each_dirent(fd.get(), [&](std::string_view name) { out.emplace_back(name); });
   std::sort(out.begin(), out.end());
   return out;
 }
