@@ -1,8 +1,10 @@
 #!/usr/bin/python3 -Es
-# timeit.py REPEATS RESET_CMD -- CMD...: median wall time of CMD in ms, running
-# RESET_CMD (untimed, through sh) before every run.  Prints "WALL CPU": the
-# median wall time and the median user+sys CPU time of CMD and its children
-# (CPU time is what stays meaningful on a loaded host).
+# timeit.py REPEATS RESET_CMD [PID] -- CMD...: median wall time of CMD in ms,
+# running RESET_CMD (untimed, through sh) before every run.  Prints "WALL
+# CPU": the median wall time and the median user+sys CPU time of CMD and its
+# children (CPU time is what stays meaningful on a loaded host), plus the CPU
+# time process PID spent meanwhile when one is given (the resident switcher,
+# which does a served command's work: /proc/PID/schedstat).
 import resource
 import statistics
 import subprocess
@@ -11,18 +13,31 @@ import time
 
 repeats = int(sys.argv[1])
 reset = sys.argv[2]
-cmd = sys.argv[sys.argv.index("--") + 1:]
+sep = sys.argv.index("--")
+pid = sys.argv[3] if sep > 3 else None
+cmd = sys.argv[sep + 1:]
+
+
+def other_cpu_ms():
+    if not pid:
+        return 0.0
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e6
+
+
 times = []
 cpus = []
 for _ in range(repeats):
     if reset:
         subprocess.run(reset, shell=True, check=True)
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    o0 = other_cpu_ms()
     t0 = time.perf_counter()
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     times.append((time.perf_counter() - t0) * 1000.0)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpus.append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000.0)
+    o1 = other_cpu_ms()
+    cpus.append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000.0 + (o1 - o0))
     if r.returncode not in (0, 1):
         sys.exit(f"{cmd[0]} exited {r.returncode}")
 print(f"{statistics.median(times):.2f} {statistics.median(cpus):.2f}")
