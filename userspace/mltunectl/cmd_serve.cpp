@@ -48,6 +48,20 @@ int run_request(const ServiceRequest &req, int out_fd, int err_fd) {
   return rc;
 }
 
+// A command line the service does not run (only a hand-made client sends
+// one): said on the client's stderr, exit 2.
+int refuse_request(const ServiceRequest &req, int out_fd, int err_fd) {
+  ::close(out_fd);
+  __gnu_cxx::stdio_filebuf<char> eb(err_fd, std::ios::out, 1024);
+  std::ostream err(&eb);
+  err << "mltunectl: error: the mltunectl service runs `switch NAME` and `off` only, not '";
+  for (size_t i = 0; i < req.args.size(); ++i) {
+    err << (i == 0 ? "" : " ") << req.args[i];
+  }
+  err << "'\n" << std::flush;
+  return k_exit_usage;
+}
+
 std::string describe(const std::vector<std::string> &args) {
   std::string s;
   for (const auto &a : args) {
@@ -120,7 +134,10 @@ void run_serve(Context &ctx, const std::string &path) {
       continue;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    const int rc = run_request(a->request, a->out_fd, a->err_fd);
+    // What the client sends is what it would have run itself; the service
+    // still runs nothing but the command lines it is for.
+    const int rc = forwardable(a->request.args) ? run_request(a->request, a->out_fd, a->err_fd)
+                                                : refuse_request(a->request, a->out_fd, a->err_fd);
     const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - t0;
     if (auto st = service_reply(a->conn, {ServiceReply::Kind::rc, rc, {}}); !st) {
       log("pid " + std::to_string(a->peer_pid) + ": " + st.error().message);
