@@ -287,7 +287,13 @@ public:
         x);
   }
 
+  // ETH_SS_FEATURES is the kernel's one table of feature names, the same
+  // for every device: asked once per transport (a resident switcher keeps
+  // its transport, so once for its life).
   Result<std::vector<std::string>> feature_names(const std::string &ifname) override {
+    if (!feature_names_.empty()) {
+      return feature_names_;
+    }
     std::vector<std::string> names;
     Exchange x;
     x.maxattr = ETHTOOL_A_STRSET_MAX;
@@ -323,6 +329,7 @@ public:
     if (auto st = request(ETHTOOL_MSG_STRSET_GET, ifname, false, fill, x); !st) {
       return st.error();
     }
+    feature_names_ = names;
     return names;
   }
 
@@ -457,6 +464,7 @@ private:
   SockPtr genl_;
   SockPtr rtnl_;
   int family_ = -1;
+  std::vector<std::string> feature_names_;
 };
 
 // The ethtool groups read with a plain GET: their command and attributes.
