@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <utility>
@@ -25,6 +26,7 @@ constexpr std::string_view k_magic = "mltunectl";
 // A request is a command line: far below this.
 constexpr size_t k_max_request = size_t{64} * 1024;
 constexpr size_t k_max_args = 256;
+constexpr time_t k_request_timeout_s = 5;
 
 Result<sockaddr_un> unix_address(std::string_view path) {
   sockaddr_un sa{};
@@ -256,6 +258,10 @@ Result<ServiceListener::Accepted> ServiceListener::accept() const {
     return input_error("service: refused uid " + std::to_string(cred.uid) + " (pid " + std::to_string(cred.pid) +
                        "): root only");
   }
+  // A client sends its request right after connecting; one that does not
+  // (stopped, hung) must not hold the service, which serves one at a time.
+  const timeval wait_for_request{k_request_timeout_s, 0};
+  (void)::setsockopt(a.conn.fd(), SOL_SOCKET, SO_RCVTIMEO, &wait_for_request, sizeof(wait_for_request));
   std::string buf(k_max_request + 1, '\0');
   iovec iov{buf.data(), buf.size()};
   alignas(cmsghdr) std::array<char, CMSG_SPACE(4 * sizeof(int))> ctl{};
@@ -269,6 +275,10 @@ Result<ServiceListener::Accepted> ServiceListener::accept() const {
     n = ::recvmsg(a.conn.fd(), &msg, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return input_error("service: pid " + std::to_string(cred.pid) + " sent no request within " +
+                         std::to_string(k_request_timeout_s) + " s");
+    }
     return sys_error("service: receive a request", errno);
   }
   if (n == 0) {
