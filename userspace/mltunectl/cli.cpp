@@ -3,7 +3,9 @@
 #include "mltune/config.hpp"
 #include "mltune/cpulist.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ostream>
 
@@ -55,6 +57,26 @@ std::string Context::default_profile() const {
     }
   }
   return "training";
+}
+
+namespace {
+std::atomic<bool> g_stop{false};
+void on_stop_signal(int /*sig*/) {
+  g_stop = true;
+}
+} // namespace
+
+void catch_stop_signals() {
+  g_stop = false;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+bool stop_requested() {
+  return g_stop.load();
 }
 
 CLI::Validator cpulist_check() {

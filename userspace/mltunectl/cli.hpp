@@ -95,6 +95,13 @@ nlohmann::json noise_json(const NoiseReport &r);
 // One drift record as `drift show --json` prints it (verify's changed_by).
 nlohmann::json drift_write_json(const DriftWrite &w);
 
+// For the long-running commands (watch, follow --listen, serve): SIGTERM
+// and SIGINT set a flag instead of ending the process, so that the command
+// finishes what it is doing and stops cleanly.  catch_stop_signals() clears
+// the flag and installs the handler; stop_requested() reads the flag.
+void catch_stop_signals();
+bool stop_requested();
+
 // An option check: the value is a cpulist as parse_cpuset() accepts it
 // ("2-3,6-7"; not "abc", not "5-2"), else a usage error naming it.
 CLI::Validator cpulist_check();

@@ -176,20 +176,11 @@ void print_follow(Context &ctx, const FollowState &s) {
   }
 }
 
-std::atomic<bool> g_stop_follow{false};
-void on_follow_signal(int /*sig*/) {
-  g_stop_follow = true;
-}
-
 void run_follow(Context &ctx, bool listen) {
   if (listen) {
-    struct sigaction sa {};
-    sa.sa_handler = on_follow_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
+    catch_stop_signals();
     auto st = follow_listen(
-        ctx.root(), [] { return g_stop_follow.load(); },
+        ctx.root(), [] { return stop_requested(); },
         [&ctx](const FollowState &s) {
           print_follow(ctx, s);
           ctx.out->flush();

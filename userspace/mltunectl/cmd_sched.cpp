@@ -25,11 +25,6 @@ struct SchedArgs {
   int rt_priority = 1;
 };
 
-std::atomic<bool> g_stop{false};
-void on_signal(int /*sig*/) {
-  g_stop = true;
-}
-
 std::string mono_stamp() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -223,12 +218,7 @@ void run_watch(Context &ctx, const SchedArgs &args) {
     return ctx.fail(st.error());
   }
   auto sys = make_live_sched_system(ctx.root());
-  g_stop = false;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  catch_stop_signals();
   // The watcher runs SCHED_FIFO at a low priority (default 1) so that a busy
   // CPU does not delay its reaction to a comm event; reset-on-fork keeps it
   // from handing the policy to anything it starts.  --rt-priority 0: as is.
@@ -269,7 +259,7 @@ void run_watch(Context &ctx, const SchedArgs &args) {
   };
   const double dur = args.duration;
   wo.stop = [start, dur]() {
-    if (g_stop) {
+    if (stop_requested()) {
       return true;
     }
     if (dur <= 0) {

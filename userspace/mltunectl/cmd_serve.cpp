@@ -5,7 +5,6 @@
 #include "mltune/nic.hpp"
 #include "mltune/service.hpp"
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -19,11 +18,6 @@
 namespace mltune::cli {
 
 namespace {
-
-std::atomic<bool> g_stop_serve{false};
-void on_serve_signal(int /*sig*/) {
-  g_stop_serve = true;
-}
 
 int64_t monotonic_ns(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -79,12 +73,7 @@ void run_serve(Context &ctx, const std::string &path) {
     return ctx.fail(listener.error());
   }
   std::signal(SIGPIPE, SIG_IGN); // a client that went away: its writes fail, the service goes on
-  g_stop_serve = false;
-  struct sigaction sa {};
-  sa.sa_handler = on_serve_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  catch_stop_signals();
 
   auto log = [&ctx](const std::string &line) { *ctx.err << "mltunectl serve: " << line << "\n" << std::flush; };
   // The node's threads, followed from the proc connector: no /proc scan per switch.
@@ -102,7 +91,7 @@ void run_serve(Context &ctx, const std::string &path) {
       MLTUNE_VERSION + ", pid " + std::to_string(::getpid()) + ")");
 
   bool stale = false;
-  while (!g_stop_serve && !stale) {
+  while (!stop_requested() && !stale) {
     std::array<pollfd, 2> pfd{{{listener->fd(), POLLIN, 0}, {index ? index->fd() : -1, POLLIN, 0}}};
     if (::poll(pfd.data(), pfd.size(), -1) < 0) {
       if (errno == EINTR) {
