@@ -321,6 +321,7 @@ TEST_F_TIMEOUT(hostile, generated_writes, 1200)
 	const char *env = getenv("MLTUNE_HOSTILE_WRITES");
 	long writes = env ? atol(env) : WRITES, i, refused = 0, accepted = 0;
 	static char buf[2 * 4096 + 64];
+	char msg[1024];
 	const char *changed;
 	double t0 = now_s();
 	int e;
@@ -362,8 +363,9 @@ TEST_F_TIMEOUT(hostile, generated_writes, 1200)
 		if (e < (int)ARRAY_SIZE(nerrno))
 			nerrno[e]++;
 		if (!errno_allowed(e)) {
-			ksft_print_msg("%s: %zu bytes at %lld refused with %s\n",
-				       t->path, len, (long long)off, strerror(e));
+			ksft_print_msg("write %ld: %s: %zu bytes at %lld refused with %s: \"%s\"\n",
+				       i, t->path, len, (long long)off, strerror(e),
+				       escaped(buf, len, msg, sizeof(msg)));
 			ASSERT_TRUE(errno_allowed(e));
 		}
 		t1 = now_s();
@@ -371,8 +373,16 @@ TEST_F_TIMEOUT(hostile, generated_writes, 1200)
 					  t->kind == K_NAME);
 		t_check += now_s() - t1;
 		if (changed) {
-			ksft_print_msg("write %ld: %s refused %zu bytes (%s) but %s changed\n",
-				       i, t->path, len, strerror(e), changed);
+			ksft_print_msg("write %ld: %s refused %zu bytes at %lld (%s) but %s changed: \"%s\"\n",
+				       i, t->path, len, (long long)off, strerror(e), changed,
+				       escaped(buf, len, msg, sizeof(msg)));
+			snap_print_change(&self->s, changed);
+			if (strcmp(changed, "the set of files")) {
+				char *last = slurp(MLTUNE_SYSFS "/last_switch");
+
+				ksft_print_msg("last_switch: %s", last ? last : "?\n");
+				free(last);
+			}
 			ASSERT_EQ(NULL, changed);
 		}
 		if (t->kind == K_NAME)

@@ -230,6 +230,53 @@ static inline const char *snap_changed_ex(const struct snap *s, bool set, bool s
 	return NULL;
 }
 
+/* @len bytes of @b, C-escaped and cut at 160, into @out for a message. */
+static inline const char *escaped(const char *b, ssize_t len, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	if (len < 0) {
+		snprintf(out, cap, "(read failed: %s)", strerror((int)-len));
+		return out;
+	}
+	for (ssize_t i = 0; i < len && o + 8 < cap; i++) {
+		unsigned char c = b[i];
+
+		if (i == 160) {
+			o += snprintf(out + o, cap - o, "... (%zd bytes)", len);
+			break;
+		}
+		if (c == '\\' || c == '"')
+			o += snprintf(out + o, cap - o, "\\%c", c);
+		else if (c == '\n')
+			o += snprintf(out + o, cap - o, "\\n");
+		else if (c < 0x20 || c >= 0x7f)
+			o += snprintf(out + o, cap - o, "\\x%02x", c);
+		else
+			out[o++] = c;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* What @path held in @s and what it holds now, for a failure message. */
+static inline void snap_print_change(const struct snap *s, const char *path)
+{
+	static char now[MAX_READ];
+	char a[1024], b[1024];
+
+	for (int i = 0; i < s->nr; i++) {
+		const struct file *f = &s->f[i];
+
+		if (strcmp(f->path, path))
+			continue;
+		ksft_print_msg("%s was \"%s\"\n", path,
+			       escaped(f->data, f->len, a, sizeof(a)));
+		ksft_print_msg("%s now \"%s\"\n", path,
+			       escaped(now, read_fd(f->fd, now, sizeof(now)), b, sizeof(b)));
+	}
+}
+
 static inline const char *snap_changed(const struct snap *s)
 {
 	return snap_changed_ex(s, true, false);
