@@ -8,7 +8,8 @@
 #   bootable matrix kernel and the guest suites where its use is 'guest'
 #   (scripts/kernel-matrix; compile-only kernels are built and never booted).
 # Ends with the line "N passed, N failed, N skipped"; exit 1 if anything
-# failed. Each stage's log is in build/check/.
+# failed. Each stage's log is in build/check/; before the totals, what each
+# failed test printed is repeated from its log.
 #
 #   scripts/check.sh [--vm-only] [--load] [--kernels "SERIES..."]   (default: every series of scripts/kernel-matrix)
 #
@@ -17,7 +18,7 @@
 # ($MLTUNE_GUEST_LOAD); the suites must pass there too.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 2
 LOGS=$ROOT/build/check
 mkdir -p "$LOGS"
 
@@ -269,6 +270,24 @@ for s in $kernels; do
 	ksft) vm_suite "$s" ;;
 	*) vm_suite "$s"; guest_suite "$s" ;;
 	esac
+done
+
+# Why each failed suite failed, from its log: what a failed test printed
+# before its "not ok" (scripts/tap-failures.awk), else the log's tail. A CI
+# run shows this output, never the logs in build/check.
+for item in "${failed_items[@]}"; do
+	case $item in
+	host-vm-*|guest-helper-*) continue ;;	# printed where they failed
+	kselftests-*) log=$LOGS/vm-${item#kselftests-}.log ;;
+	*) log=$LOGS/$item.log ;;
+	esac
+	[ -s "$log" ] || continue
+	note "---- why $item failed (build/check/${log##*/})"
+	if why=$(awk -f scripts/tap-failures.awk "$log"); then
+		printf '%s\n' "$why" | head -n 200
+	else
+		tail -n 30 "$log" | sed 's/^/     | /'
+	fi
 done
 
 note "----"
