@@ -61,8 +61,21 @@ node_settings() {
 	for t in /proc/$2/task/*; do
 		echo "$(cat $t/comm): $(stat_of $t policy) $(stat_of $t prio) $(stat_of $t nice)"
 	done
-	find /sys/fs/cgroup -name 'cpuset.cpus*' 2>/dev/null | sort | while read -r f; do
-		echo "$f=$(cat $f)"
+	for f in /sys/fs/cgroup/cpuset.cpus*; do [ -e "$f" ] && echo "$f=$(cat "$f")"; done
+	# Each cgroup's cpuset files, read together. Left out: a cgroup that
+	# goes while it is read, and the cgroup of a systemd unit with no
+	# cpuset of its own (it takes its parent's, which is listed): units
+	# come and go by themselves (mltune-metrics.timer every 30 s).
+	find /sys/fs/cgroup -mindepth 2 -name cpuset.cpus 2>/dev/null | sort | while read -r f; do
+		d=${f%/cpuset.cpus}
+		lines=$(for x in "$d"/cpuset.cpus*; do
+			v=$(cat "$x" 2>/dev/null) || exit 1
+			echo "$x=$v"
+		done) || continue
+		case $d:$(cat "$f" 2>/dev/null) in
+		*.service: | *.scope: | *.socket: | *.mount: | *.swap:) continue ;;
+		esac
+		echo "$lines"
 	done
 	for f in /sys/kernel/mltune/hugepool/node*/reserved; do [ -e $f ] && echo "$f=$(cat $f)"; done
 	for f in /sys/block/*/queue/scheduler /sys/block/*/queue/wbt_lat_usec /sys/block/*/queue/read_ahead_kb \
