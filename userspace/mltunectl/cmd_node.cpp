@@ -7,8 +7,6 @@
 #include "mltune/recommend.hpp"
 #include "mltune/topology.hpp"
 
-#include <atomic>
-#include <csignal>
 #include <ostream>
 
 namespace mltune::cli {

@@ -3,9 +3,7 @@
 
 #include "mltune/sched.hpp"
 
-#include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
