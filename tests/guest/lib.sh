@@ -72,8 +72,10 @@ node_settings() {
 			v=$(cat "$x" 2>/dev/null) || exit 1
 			echo "$x=$v"
 		done) || continue
-		case $d:$(cat "$f" 2>/dev/null) in
-		*.service: | *.scope: | *.socket: | *.mount: | *.swap:) continue ;;
+		# the first line is cpuset.cpus itself
+		case $d:${lines%%
+*} in
+		*.service:"$f=" | *.scope:"$f=" | *.socket:"$f=" | *.mount:"$f=" | *.swap:"$f=") continue ;;
 		esac
 		echo "$lines"
 	done
