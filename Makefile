@@ -5,7 +5,7 @@
 #                   guests of every matrix kernel, the Debian packages on a
 #                   systemd guest); ends "N passed, N failed, N skipped"
 #   make check-under-load   the same with stress-ng loading this machine and
-#                   every guest during the guest stages
+#                   every guest from start to end
 #
 # Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
 # asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
@@ -136,8 +136,8 @@ vm-check: build
 check: ensure-deps
 	@scripts/check.sh
 
-# The whole check with the guest stages under a CPU and memory load here
-# and in every guest (stress-ng): no suite may depend on an idle machine.
+# The whole check under a CPU and memory load here and in every guest
+# (stress-ng): no suite may depend on an idle machine.
 check-under-load: ensure-deps
 	@scripts/check.sh --load
 

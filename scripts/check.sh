@@ -13,9 +13,14 @@
 #
 #   scripts/check.sh [--vm-only] [--load] [--kernels "SERIES..."]   (default: every series of scripts/kernel-matrix)
 #
-# --load (make check-under-load): the guest stages run while stress-ng
+# --load (make check-under-load): the whole check runs while stress-ng
 # loads this machine ($MLTUNE_HOST_LOAD) and every guest
 # ($MLTUNE_GUEST_LOAD); the suites must pass there too.
+#
+# Once the build is done, the guest stages (each guest one emulator thread)
+# run in a lane of their own beside the rest (lint, unit tests, packages,
+# node and fleet test), which leaves no core idle; their report follows the
+# rest's. MLTUNE_CHECK_LANES=1 runs them one after the other instead.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -35,8 +40,11 @@ while [ $# -gt 0 ]; do
 done
 
 # Every guest boot's hang detector, sized for a loaded host (TCG slows down
-# with it), not a speed check.
+# with it), not a speed check; the host-side VM tests' boots take it too.
 guest_timeout=${MLTUNE_GUEST_TIMEOUT:-1500}
+export MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-$guest_timeout}
+lanes=${MLTUNE_CHECK_LANES:-2}
+case $lanes in 1|2) ;; *) echo "check.sh: MLTUNE_CHECK_LANES is 1 or 2, got '$lanes'" >&2; exit 2 ;; esac
 
 pass=0 fail=0 skip=0
 failed_items=()
@@ -212,11 +220,83 @@ deb_suites() {
 	deb_suite fleet-test tests/fleet/run
 }
 
+# guest_stages: the kselftests in a guest of every bootable matrix kernel,
+# and the guest suites where its use is 'guest'.
+guest_stages() {
+	for s in $kernels; do
+		if [ -f "$LOGS/build-kmod-$s.log" ] && [[ " ${failed_items[*]} " == *" build-kmod-$s "* ]]; then
+			note "skip kselftests $s: the module did not build"
+			count 0 0 1
+			continue
+		fi
+		case $(scripts/kernels.sh use "$s") in
+		build) note "---- $s: compile-only (built above, never booted)" ;;
+		ksft) vm_suite "$s" ;;
+		*) vm_suite "$s"; guest_suite "$s" ;;
+		esac
+	done
+}
+
+# What runs in the background goes with the check: the load, and the guest
+# lane with its guests (the lane is a process group of its own).
+load_pid='' lane_pid=''
+stop_background() {
+	[ -z "$lane_pid" ] || kill -- "-$lane_pid" 2>/dev/null
+	[ -z "$load_pid" ] || kill "$load_pid" 2>/dev/null
+	wait 2>/dev/null
+}
+trap stop_background EXIT
+trap 'exit 130' INT TERM
+
+if [ "$load" = 1 ]; then
+	host_load=${MLTUNE_HOST_LOAD:---cpu 2 --vm 1 --vm-bytes 2G}
+	export MLTUNE_VM_GUEST_LOAD=${MLTUNE_GUEST_LOAD:---cpu 2 --vm 1 --vm-bytes 128M}
+	# With both loads a TCG guest runs the hostile-input kselftest's 100,000
+	# writes in well over 20 minutes, past its harness timeout: 20,000 here
+	# (the load is what this run tests; plain `make check` runs 100,000).
+	export MLTUNE_HOSTILE_WRITES=${MLTUNE_HOSTILE_WRITES:-20000}
+	# shellcheck disable=SC2086 # stress-ng options, split on purpose
+	stress-ng $host_load >"$LOGS/host-load.log" 2>&1 &
+	load_pid=$!
+	note "---- under load: stress-ng $host_load here, stress-ng $MLTUNE_VM_GUEST_LOAD in every guest"
+fi
+
+# The guest lane: guest_stages in the background, its output in
+# build/check/guest-lane.log, its counts and failed items in
+# build/check/guest-lane.state for lane_join.
+lane_start() {
+	note "---- the guest stages run beside the rest from here (progress: build/check/guest-lane.log)"
+	rm -f "$LOGS/guest-lane.state"
+	set -m	# the lane in a process group of its own, for stop_background
+	(
+		local n0=${#failed_items[@]}
+		# shellcheck disable=SC2030 # the lane's own counts, for lane_join
+		pass=0 fail=0 skip=0
+		guest_stages
+		{ echo "$pass $fail $skip"; printf '%s\n' "${failed_items[@]:n0}"; } >"$LOGS/guest-lane.state"
+	) >"$LOGS/guest-lane.log" 2>&1 </dev/null &
+	lane_pid=$!
+	set +m
+}
+lane_join() {
+	local p f k item
+	wait "$lane_pid"
+	lane_pid=''
+	cat "$LOGS/guest-lane.log"
+	if ! { read -r p f k && [ -n "$k" ]; } <"$LOGS/guest-lane.state" 2>/dev/null; then
+		note "FAIL the guest lane ended without its counts (log: build/check/guest-lane.log)"
+		count 0 1 0; failed_items+=("guest-lane"); return
+	fi
+	count "$p" "$f" "$k"
+	while read -r item; do [ -n "$item" ] && failed_items+=("$item"); done < <(tail -n +2 "$LOGS/guest-lane.state")
+}
+
 if [ "$vm_only" = 0 ]; then
 	note "---- build"
 	stage build-userspace make -s userspace
 	for s in $kernels; do stage "build-kmod-$s" make -s "kmod-$s"; done
 	stage build-selftests make -s selftests
+	[ "$lanes" = 2 ] && lane_start
 
 	note "---- lint"
 	stage checkpatch make -s checkpatch
@@ -244,33 +324,12 @@ if [ "$vm_only" = 0 ]; then
 	fi
 	deb_suites
 fi
-
-if [ "$load" = 1 ]; then
-	host_load=${MLTUNE_HOST_LOAD:---cpu 2 --vm 1 --vm-bytes 2G}
-	export MLTUNE_VM_GUEST_LOAD=${MLTUNE_GUEST_LOAD:---cpu 2 --vm 1 --vm-bytes 128M}
-	# With both loads a TCG guest runs the hostile-input kselftest's 100,000
-	# writes in well over 20 minutes, past its harness timeout: 20,000 here
-	# (the load is what this run tests; plain `make check` runs 100,000).
-	export MLTUNE_HOSTILE_WRITES=${MLTUNE_HOSTILE_WRITES:-20000}
-	# shellcheck disable=SC2086 # stress-ng options, split on purpose
-	stress-ng $host_load >"$LOGS/host-load.log" 2>&1 &
-	load_pid=$!
-	trap 'kill "$load_pid" 2>/dev/null; wait "$load_pid" 2>/dev/null' EXIT
-	note "---- under load: stress-ng $host_load here, stress-ng $MLTUNE_VM_GUEST_LOAD in every guest"
+if [ -n "$lane_pid" ]; then
+	note "---- the guest lane (build/check/guest-lane.log)"
+	lane_join
+else
+	guest_stages
 fi
-
-for s in $kernels; do
-	if [ -f "$LOGS/build-kmod-$s.log" ] && [[ " ${failed_items[*]} " == *" build-kmod-$s "* ]]; then
-		note "skip kselftests $s: the module did not build"
-		count 0 0 1
-		continue
-	fi
-	case $(scripts/kernels.sh use "$s") in
-	build) note "---- $s: compile-only (built above, never booted)" ;;
-	ksft) vm_suite "$s" ;;
-	*) vm_suite "$s"; guest_suite "$s" ;;
-	esac
-done
 
 # Why each failed suite failed, from its log: what a failed test printed
 # before its "not ok" (scripts/tap-failures.awk), else the log's tail. A CI
@@ -293,5 +352,7 @@ done
 note "----"
 note "check took $(( $(date +%s) - t0 )) s"
 [ ${#failed_items[@]} -gt 0 ] && note "failed: ${failed_items[*]}"
+# shellcheck disable=SC2031 # the lane's counts are merged by lane_join
 echo "$pass passed, $fail failed, $skip skipped"
+# shellcheck disable=SC2031
 [ "$fail" = 0 ]

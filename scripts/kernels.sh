@@ -103,8 +103,15 @@ fetch() {
 	k=$(resolve "$series")
 	dir=$CACHE/kernels/$k
 	if [ -f "$dir/.complete" ]; then depmod_dir "$dir" "$k"; echo "$dir"; return; fi
+	# One fetch of a kernel at a time: a concurrent run (the guest lane of
+	# scripts/check.sh beside the rest) waits for it and uses what it unpacked.
+	mkdir -p "$CACHE"
+	local lock
+	exec {lock}>"$CACHE/.fetch-$k.lock"
+	flock "$lock"
+	if [ -f "$dir/.complete" ]; then exec {lock}>&-; echo "$dir"; return; fi
 	echo "kernels.sh: fetching kernel $k into $dir" >&2
-	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX" 2>/dev/null || { mkdir -p "$CACHE"; mktemp -d "$CACHE/.fetch.XXXXXX"; })
+	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
 	trap 'rm -rf "$tmp"' RETURN
 	for p in $(image_pkgs "$k") ; do
 		(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$p" >&2) || die "cannot download $p"
@@ -134,6 +141,7 @@ fetch() {
 	echo "$k" >"$dir/kver"
 	depmod_dir "$dir" "$k"
 	touch "$dir/.complete"
+	exec {lock}>&-
 	echo "$dir"
 }
 
