@@ -18,7 +18,9 @@
  * errno) are printed; the VM bed fails the run on any kernel splat.
  *
  * MLTUNE_HOSTILE_WRITES overrides the number of mutated writes (100000:
- * two to three minutes in an idle TCG guest);
+ * two to three minutes in an idle TCG guest, and over 20 minutes while
+ * stress-ng --cpu 2 --vm 1 --vm-bytes 2G loads the host, hence the
+ * timeouts: hang detectors, not speed checks);
  * MLTUNE_HOSTILE_SEED the generator's seed (printed, to replay a run).
  */
 #define _GNU_SOURCE
@@ -238,8 +240,29 @@ static ssize_t write_at(const char *path, const char *buf, size_t len, off_t off
 	return n;
 }
 
-/* "\n" and the profiles defined when the program started, one per line. */
+/*
+ * "\n" and the profiles defined when the program started, one per line:
+ * read before the harness forks the first test, so that a test killed by
+ * its timeout (its teardown never runs) cannot make its leftovers part of
+ * the next test's start.
+ */
 static char initial[4096];
+
+static void restore(void);
+
+__attribute__((constructor)) static void record_initial(void)
+{
+	char *list = slurp(CONTROL_FILE);
+
+	snprintf(initial, sizeof(initial), "\n%s", list ? list : "");
+	free(list);
+}
+
+/* After the last test, in the harness's own process: nothing of ours left. */
+__attribute__((destructor)) static void restore_at_exit(void)
+{
+	restore();
+}
 
 /* Back to the baseline: no feeder cores, no pool, no profile of ours. */
 static void restore(void)
@@ -260,8 +283,6 @@ static void restore(void)
 	}
 	/* Every profile that was not there when the program started. */
 	list = slurp(CONTROL_FILE);
-	if (!initial[0])
-		snprintf(initial, sizeof(initial), "\n%s", list ? list : "");
 	for (name = list ? strtok_r(list, "\n", &save) : NULL; name;
 	     name = strtok_r(NULL, "\n", &save)) {
 		snprintf(cmd, sizeof(cmd), "\n%.70s\n", name);
@@ -316,7 +337,7 @@ FIXTURE_TEARDOWN(hostile)
 	snap_free(&self->s);
 }
 
-TEST_F_TIMEOUT(hostile, generated_writes, 1200)
+TEST_F_TIMEOUT(hostile, generated_writes, 2700)
 {
 	const char *env = getenv("MLTUNE_HOSTILE_WRITES");
 	long writes = env ? atol(env) : WRITES, i, refused = 0, accepted = 0;
@@ -550,7 +571,7 @@ static int dev_use(char *p, size_t len, int prot)
 	return munmap(p, len);
 }
 
-TEST_F_TIMEOUT(hostile, dev_misuse, 1200)
+TEST_F_TIMEOUT(hostile, dev_misuse, 2700)
 {
 	const char *env = getenv("MLTUNE_HOSTILE_DEV_CALLS");
 	long calls = env ? atol(env) : DEV_CALLS;
