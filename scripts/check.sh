@@ -19,8 +19,8 @@
 #
 # Once the build is done, the guest stages (each guest one emulator thread)
 # run in a lane of their own beside the rest (lint, unit tests, packages,
-# node and fleet test), which leaves no core idle; their report follows the
-# rest's. MLTUNE_CHECK_LANES=1 runs them one after the other instead.
+# node and fleet test), on the core a guest leaves free; their report
+# follows the rest's. MLTUNE_CHECK_LANES=1 runs them one after the other instead.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -40,10 +40,9 @@ while [ $# -gt 0 ]; do
 done
 
 # Every guest boot's hang detector, sized for a loaded host, not a speed
-# check: with stress-ng --cpu 2 --vm 1 --vm-bytes 2G beside the check, a TCG
-# guest runs about eight times slower than on an idle host (the 6.1 guest's
-# hostile-input kselftest alone over 20 minutes). The host-side VM tests'
-# boots take it too.
+# check: with stress-ng --cpu 2 --vm 1 --vm-bytes 2G beside the check, the
+# 6.1 guest's hostile-input kselftest did not finish in 20 minutes (two to
+# three on an idle host). The host-side VM tests' boots take it too.
 guest_timeout=${MLTUNE_GUEST_TIMEOUT:-3600}
 export MLTUNE_VM_TIMEOUT=${MLTUNE_VM_TIMEOUT:-$guest_timeout}
 lanes=${MLTUNE_CHECK_LANES:-2}

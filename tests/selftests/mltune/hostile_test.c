@@ -248,22 +248,6 @@ static ssize_t write_at(const char *path, const char *buf, size_t len, off_t off
  */
 static char initial[4096];
 
-static void restore(void);
-
-__attribute__((constructor)) static void record_initial(void)
-{
-	char *list = slurp(CONTROL_FILE);
-
-	snprintf(initial, sizeof(initial), "\n%s", list ? list : "");
-	free(list);
-}
-
-/* After the last test, in the harness's own process: nothing of ours left. */
-__attribute__((destructor)) static void restore_at_exit(void)
-{
-	restore();
-}
-
 /* Back to the baseline: no feeder cores, no pool, no profile of ours. */
 static void restore(void)
 {
@@ -292,6 +276,20 @@ static void restore(void)
 		mltune_write_file(CONTROL_FILE, cmd);
 	}
 	free(list);
+}
+
+__attribute__((constructor)) static void record_initial(void)
+{
+	char *list = slurp(CONTROL_FILE);
+
+	snprintf(initial, sizeof(initial), "\n%s", list ? list : "");
+	free(list);
+}
+
+/* After the last test, in the harness's own process: nothing of ours left. */
+__attribute__((destructor)) static void restore_at_exit(void)
+{
+	restore();
 }
 
 FIXTURE(hostile) {
