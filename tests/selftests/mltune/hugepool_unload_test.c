@@ -2,8 +2,9 @@
 /*
  * Huge-page pool lifetime against module unload: a mapped buffer (even with
  * /dev/mltune closed) keeps the module loaded; after munmap it unloads, and
- * a reload with hugepool= reserves at load time; a loader without
- * CAP_SYS_ADMIN cannot set the runtime-writable parameters.  Needs
+ * a reload with hugepool= reserves at load time, with the default quota
+ * (half the reservation) unless hugepool_user_quota= sets one; a loader
+ * without CAP_SYS_ADMIN cannot set the runtime-writable parameters.  Needs
  * $MLTUNE_KO (set by the VM test bed); leaves the module loaded with
  * $MLTUNE_KO_ARGS.
  */
@@ -23,6 +24,8 @@
 
 #define HP	MLTUNE_HUGEPOOL_PAGE_SIZE
 #define NODE0	MLTUNE_SYSFS "/hugepool/node0"
+#define QUOTA	MLTUNE_SYSFS "/hugepool/user_quota"
+#define QUOTA_AUTO	MLTUNE_SYSFS "/hugepool/user_quota_auto"
 
 static long node0(const char *file)
 {
@@ -88,10 +91,28 @@ TEST(unload_refused_while_mapped)
 	ASSERT_EQ(0, mltune_load_module("hugepool=0:8M"));
 	EXPECT_EQ(4, node0("reserved"));
 	EXPECT_EQ(4, node0("free"));
+	EXPECT_EQ(2, mltune_read_long(QUOTA));
+	EXPECT_EQ(1, mltune_read_long(QUOTA_AUTO));
 	ASSERT_EQ(0, mltune_unload_module());
 	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=0:3M"));
 	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=99:2M"));
 	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool=0"));
+
+	/* A quota set at load stays whatever the reservation. */
+	ASSERT_EQ(0, mltune_load_module("hugepool=0:8M hugepool_user_quota=6M"));
+	EXPECT_EQ(3, mltune_read_long(QUOTA));
+	EXPECT_EQ(0, mltune_read_long(QUOTA_AUTO));
+	ASSERT_EQ(0, mltune_unload_module());
+	ASSERT_EQ(0, mltune_load_module("hugepool_user_quota=0"));
+	EXPECT_EQ(0, mltune_read_long(QUOTA));
+	EXPECT_EQ(0, mltune_read_long(QUOTA_AUTO));
+	ASSERT_EQ(0, mltune_unload_module());
+	ASSERT_EQ(0, mltune_load_module("hugepool_user_quota=auto"));
+	EXPECT_EQ(1, mltune_read_long(QUOTA));
+	EXPECT_EQ(1, mltune_read_long(QUOTA_AUTO));
+	ASSERT_EQ(0, mltune_unload_module());
+	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool_user_quota=3M"));
+	EXPECT_EQ(-EINVAL, mltune_load_module("hugepool_user_quota=none"));
 
 	/* Setting a runtime-writable parameter needs CAP_SYS_ADMIN at load too. */
 	EXPECT_EQ(-EPERM, load_without_sys_admin("keep_on_unload=1"));
