@@ -46,6 +46,45 @@ int mltune_check_writer(const char *file)
 }
 
 /*
+ * Module parameters writable at runtime: the sysfs file's mode (root
+ * only) also lets through root without CAP_SYS_ADMIN and root of a user
+ * namespace mapped to host root, so the setter checks the capability, at
+ * load (the loader's) as at runtime, before it parses or changes anything.
+ */
+int mltune_check_param(const struct kernel_param *kp)
+{
+	char file[64];
+
+	snprintf(file, sizeof(file), "parameter %s", kp->name);
+	return mltune_check_writer(file);
+}
+
+static int mltune_param_set_int(const char *val, const struct kernel_param *kp)
+{
+	int ret = mltune_check_param(kp);
+
+	return ret ? ret : param_set_int(val, kp);
+}
+
+const struct kernel_param_ops mltune_param_ops_int = {
+	.set = mltune_param_set_int,
+	.get = param_get_int,
+};
+
+static int mltune_param_set_bool(const char *val, const struct kernel_param *kp)
+{
+	int ret = mltune_check_param(kp);
+
+	return ret ? ret : param_set_bool(val, kp);
+}
+
+const struct kernel_param_ops mltune_param_ops_bool = {
+	.flags = KERNEL_PARAM_OPS_FL_NOARG,
+	.set = mltune_param_set_bool,
+	.get = param_get_bool,
+};
+
+/*
  * Countdown to the injected failure: > 0 counts allocations down, the one
  * that takes it to 0 fails; <= 0 is off. atomic_t: any number of writers
  * and readers, no lock.
@@ -54,8 +93,11 @@ static atomic_t fail_nth = ATOMIC_INIT(0);
 
 static int fail_nth_set(const char *val, const struct kernel_param *kp)
 {
-	int n, ret = kstrtoint(val, 0, &n);
+	int n, ret = mltune_check_param(kp);
 
+	if (ret)
+		return ret;
+	ret = kstrtoint(val, 0, &n);
 	if (ret)
 		return ret;
 	if (n < 0)

@@ -18,6 +18,7 @@
 
 #include <linux/fs.h>
 #include <linux/kobject.h>
+#include <linux/moduleparam.h>
 #include <linux/mount.h>
 #include <linux/printk.h>
 #include <linux/sysfs.h>
@@ -72,6 +73,15 @@ bool mltune_fail_alloc(void);
 
 /* The writer of sysfs file @file (for the log) may change things. */
 int mltune_check_writer(const char *file);
+/*
+ * Module parameters: every one writable at runtime (a mode with a write
+ * bit) is set through these ops, or through a setter that starts with
+ * mltune_check_param(): CAP_SYS_ADMIN in the initial user namespace, else
+ * -EPERM (logged) with the value unchanged, at load as at runtime.
+ */
+int mltune_check_param(const struct kernel_param *kp);
+extern const struct kernel_param_ops mltune_param_ops_int;
+extern const struct kernel_param_ops mltune_param_ops_bool;
 /* buf[0..count) has no NUL byte; else -EINVAL, logged. */
 int mltune_check_nul(const char *file, const char *buf, size_t count);
 

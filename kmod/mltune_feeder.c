@@ -112,8 +112,14 @@
 /* Tries to size the IRQ list while IRQs come and go. */
 #define FEEDER_COLLECT_TRIES	4
 
+/*
+ * Written by the parameter's setter (CAP_SYS_ADMIN, mltune_param_ops_int)
+ * and cleared by the feeder/cpus write that uses it; no lock (READ_ONCE and
+ * WRITE_ONCE here, an int store in param_set_int()).
+ */
 static int feeder_inject;
-module_param_named(feeder_inject_fault, feeder_inject, int, 0600);
+module_param_cb(feeder_inject_fault, &mltune_param_ops_int, &feeder_inject,
+		0600);
 MODULE_PARM_DESC(feeder_inject_fault,
 		 "Test hook: the Nth affinity change of the next feeder/cpus write fails with -EIO (1: the default affinity, 2: the first IRQ, ...); 0: off");
 

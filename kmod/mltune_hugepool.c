@@ -22,7 +22,10 @@
  *
  * Every buffer is charged, for its whole life, to the real UID of the task
  * that mmap()ed it; hugepool/users lists the charges and
- * hugepool/user_quota caps them per UID (EDQUOT beyond).
+ * hugepool/user_quota caps them per UID (EDQUOT beyond).  Unless a quota
+ * was set (module parameter or sysfs), the quota is half the pages reserved
+ * on all nodes together, rounded down, at least 1, following the
+ * reservation: no UID without CAP_IPC_LOCK can pin the whole pool.
  *
  * ABI: include/uapi/linux/mltune.h, Documentation/hugepool.rst and
  * Documentation/ABI/testing/sysfs-kernel-mltune.
@@ -86,6 +89,10 @@
  *  hp_node::lock (spinlock) protects free_list, nr_free and nr_reserved of
  *			    its node; taken by mmap, buffer release and
  *			    readers.  Nothing nests inside it.
+ *  hp_reserved_total (atomic) is the sum of every node's nr_reserved,
+ *			    changed together with nr_reserved under the
+ *			    node's lock, read without a lock (the default
+ *			    quota follows it).
  *  struct hp_buf is immutable after mmap() apart from @ref; it lives as long
  *  as a VMA points at it (vm_ops open/close), and each VMA pins the file,
  *  which pins the module (fops.owner), so it never outlives the pool.
@@ -118,6 +125,8 @@ static atomic_long_t hp_pmd_maps = ATOMIC_LONG_INIT(0);
 static atomic_long_t hp_pte_maps = ATOMIC_LONG_INIT(0);
 /* Pages given up because something still held them at release. */
 static atomic_long_t hp_orphaned = ATOMIC_LONG_INIT(0);
+/* Sum of nr_reserved over the nodes (see Locking). */
+static atomic_long_t hp_reserved_total = ATOMIC_LONG_INIT(0);
 
 static char *hp_param;
 module_param_named(hugepool, hp_param, charp, 0444);
@@ -127,20 +136,26 @@ MODULE_PARM_DESC(hugepool,
 static char *hp_quota_param;
 module_param_named(hugepool_user_quota, hp_quota_param, charp, 0444);
 MODULE_PARM_DESC(hugepool_user_quota,
-		 "Initial hugepool/user_quota: SIZE in 2 MiB pages or with K/M/G suffix; 0 = no limit");
+		 "Initial hugepool/user_quota: SIZE in 2 MiB pages or with K/M/G suffix, 0 = no limit; unset or auto = half the reserved pages");
 
 /*
  * Per-user accounting.
  *
- * Locking: hp_users_lock (spinlock) protects hp_users, every hp_user on it
- * and hp_user_quota.  It is taken by mmap() (charge), buffer release
- * (uncharge) and the users/user_quota files, never with hp_node::lock or
- * hp_resize_lock held, and nothing nests inside it.  An hp_user exists
- * while its UID has pages charged: it is created by the first charge and
- * freed by the uncharge that brings @pages to 0.
+ * Locking: hp_users_lock (spinlock) protects hp_users, every hp_user on it,
+ * hp_quota_set and hp_user_quota.  It is taken by mmap() (charge), buffer
+ * release (uncharge) and the users/user_quota files, never with
+ * hp_node::lock or hp_resize_lock held, and nothing nests inside it.  An
+ * hp_user exists while its UID has pages charged: it is created by the
+ * first charge and freed by the uncharge that brings @pages to 0.
+ *
+ * The quota: with hp_quota_set (hugepool_user_quota=SIZE at load, or SIZE
+ * written to user_quota), hp_user_quota pages, 0 = no limit.  Without
+ * (the default, or "auto"), hp_quota_auto(): half of hp_reserved_total,
+ * rounded down, at least 1 page, so never "no limit".
  */
 static DEFINE_SPINLOCK(hp_users_lock);
 static LIST_HEAD(hp_users);		/* struct hp_user, ascending uid */
+static bool hp_quota_set;		/* hp_user_quota is in force */
 static unsigned long hp_user_quota;	/* pages per UID, 0 = no limit */
 
 struct hp_user {
@@ -159,6 +174,19 @@ static void hp_vma_set_flags(struct vm_area_struct *vma, unsigned long flags)
 }
 
 /* ---- per-user accounting ---- */
+
+/* The default quota: half the reserved pages, rounded down, at least 1. */
+static unsigned long hp_quota_auto(void)
+{
+	return max(atomic_long_read(&hp_reserved_total) / 2, 1L);
+}
+
+/* The quota in force, in pages (0 = no limit); under hp_users_lock. */
+static unsigned long hp_quota(void)
+{
+	lockdep_assert_held(&hp_users_lock);
+	return hp_quota_set ? hp_user_quota : hp_quota_auto();
+}
 
 /* The hp_user of @uid, or the entry to insert it before; under the lock. */
 static struct hp_user *hp_user_find(kuid_t uid, struct list_head **pos)
@@ -180,7 +208,7 @@ static struct hp_user *hp_user_find(kuid_t uid, struct list_head **pos)
 
 /*
  * Charge @nr pages to @uid.  -EDQUOT when that would take @uid past
- * hp_user_quota and the caller lacks CAP_IPC_LOCK (which, as for
+ * hp_quota() and the caller lacks CAP_IPC_LOCK (which, as for
  * RLIMIT_MEMLOCK, lifts the limit but not the accounting).
  */
 static int hp_user_charge(kuid_t uid, unsigned long nr)
@@ -188,7 +216,7 @@ static int hp_user_charge(kuid_t uid, unsigned long nr)
 	bool limited = !ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK);
 	struct hp_user *u, *new;
 	struct list_head *pos;
-	unsigned long total;
+	unsigned long total, quota;
 	int ret = 0;
 
 	new = mltune_alloc(kzalloc(sizeof(*new), GFP_KERNEL));
@@ -196,8 +224,9 @@ static int hp_user_charge(kuid_t uid, unsigned long nr)
 		return -ENOMEM;
 	spin_lock(&hp_users_lock);
 	u = hp_user_find(uid, &pos);
+	quota = hp_quota();
 	if (check_add_overflow(u ? u->pages : 0, nr, &total) ||
-	    (limited && hp_user_quota && total > hp_user_quota)) {
+	    (limited && quota && total > quota)) {
 		ret = -EDQUOT;
 	} else if (u) {
 		u->pages = total;
@@ -282,6 +311,7 @@ static unsigned long hp_node_grow(struct hp_node *n, unsigned long want,
 	list_splice(&pages, &n->free_list);
 	n->nr_free += got;
 	n->nr_reserved += got;
+	atomic_long_add(got, &hp_reserved_total);
 	spin_unlock(&n->lock);
 	return got;
 }
@@ -289,6 +319,7 @@ static unsigned long hp_node_grow(struct hp_node *n, unsigned long want,
 static void hp_node_shrink(struct hp_node *n, unsigned long target)
 {
 	struct page *page, *tmp;
+	unsigned long gone = 0;
 	LIST_HEAD(pages);
 
 	lockdep_assert_held(&hp_resize_lock);
@@ -298,7 +329,9 @@ static void hp_node_shrink(struct hp_node *n, unsigned long target)
 		list_move(&page->lru, &pages);
 		n->nr_free--;
 		n->nr_reserved--;
+		gone++;
 	}
+	atomic_long_sub(gone, &hp_reserved_total);
 	spin_unlock(&n->lock);
 	list_for_each_entry_safe(page, tmp, &pages, lru) {
 		list_del(&page->lru);
@@ -395,6 +428,29 @@ static int hp_parse_pages(const char *s, unsigned long *pages)
 	return 0;
 }
 
+/*
+ * A quota: "auto" (the default rule, *@set false) or a size as for
+ * hp_parse_pages() (*@set true, 0 = no limit).  Nothing is changed on
+ * error.
+ */
+static int hp_parse_quota(const char *s, bool *set, unsigned long *pages)
+{
+	unsigned long v;
+	int ret;
+
+	if (sysfs_streq(s, "auto")) {
+		*set = false;
+		*pages = 0;
+		return 0;
+	}
+	ret = hp_parse_pages(s, &v);
+	if (ret)
+		return ret;
+	*set = true;
+	*pages = v;
+	return 0;
+}
+
 /* ---- sysfs ---- */
 
 static ssize_t pmd_mappings_show(struct kobject *kobj,
@@ -454,7 +510,7 @@ static ssize_t user_quota_show(struct kobject *kobj,
 	unsigned long quota;
 
 	spin_lock(&hp_users_lock);
-	quota = hp_user_quota;
+	quota = hp_quota();
 	spin_unlock(&hp_users_lock);
 	return sysfs_emit(buf, "%lu\n", quota);
 }
@@ -464,6 +520,7 @@ static ssize_t user_quota_store(struct kobject *kobj,
 				size_t count)
 {
 	unsigned long quota;
+	bool set;
 	int ret;
 
 	ret = mltune_check_writer("hugepool/user_quota");
@@ -472,15 +529,28 @@ static ssize_t user_quota_store(struct kobject *kobj,
 	ret = mltune_check_nul("hugepool/user_quota", buf, count);
 	if (ret)
 		return ret;
-	ret = hp_parse_pages(buf, &quota);
+	ret = hp_parse_quota(buf, &set, &quota);
 	if (ret)
-		return mltune_refuse(ret, "user_quota: not a size: %.*s\n",
+		return mltune_refuse(ret, "user_quota: not a size or auto: %.*s\n",
 				     (int)min_t(size_t, strcspn(buf, "\n"), 32),
 				     buf);
 	spin_lock(&hp_users_lock);
+	hp_quota_set = set;
 	hp_user_quota = quota;
 	spin_unlock(&hp_users_lock);
 	return count;
+}
+
+/* 1: user_quota follows the default rule; 0: it was set. */
+static ssize_t user_quota_auto_show(struct kobject *kobj,
+				    struct kobj_attribute *attr, char *buf)
+{
+	bool set;
+
+	spin_lock(&hp_users_lock);
+	set = hp_quota_set;
+	spin_unlock(&hp_users_lock);
+	return sysfs_emit(buf, "%d\n", !set);
 }
 
 static struct kobj_attribute pmd_mappings_attr = __ATTR_RO(pmd_mappings);
@@ -490,6 +560,7 @@ static struct kobj_attribute page_size_attr = __ATTR_RO(page_size);
 static struct kobj_attribute pmd_capable_attr = __ATTR_RO(pmd_capable);
 static struct kobj_attribute users_attr = __ATTR_RO(users);
 static struct kobj_attribute user_quota_attr = __ATTR_RW(user_quota);
+static struct kobj_attribute user_quota_auto_attr = __ATTR_RO(user_quota_auto);
 
 static struct attribute *hp_attrs[] = {
 	&pmd_mappings_attr.attr,
@@ -499,6 +570,7 @@ static struct attribute *hp_attrs[] = {
 	&pmd_capable_attr.attr,
 	&users_attr.attr,
 	&user_quota_attr.attr,
+	&user_quota_auto_attr.attr,
 	NULL,
 };
 
@@ -627,6 +699,7 @@ static void hp_buf_release(struct hp_buf *buf)
 	list_splice(&pages, &n->free_list);
 	n->nr_free += back;
 	n->nr_reserved -= lost;
+	atomic_long_sub(lost, &hp_reserved_total);
 	spin_unlock(&n->lock);
 	if (lost) {
 		atomic_long_add(lost, &hp_orphaned);
@@ -973,7 +1046,7 @@ int mltune_hugepool_init(void)
 	int nid, ret;
 
 	if (hp_quota_param && *hp_quota_param &&
-	    hp_parse_pages(hp_quota_param, &hp_user_quota)) {
+	    hp_parse_quota(hp_quota_param, &hp_quota_set, &hp_user_quota)) {
 		pr_err("hugepool_user_quota=: bad size '%s'\n", hp_quota_param);
 		return -EINVAL;
 	}

@@ -40,8 +40,9 @@
 #include "mltune_common.h"
 #include "mltune_switch.h"
 
+/* Set at load or by root with CAP_SYS_ADMIN (mltune_param_ops_bool). */
 static bool keep_on_unload;
-module_param(keep_on_unload, bool, 0644);
+module_param_cb(keep_on_unload, &mltune_param_ops_bool, &keep_on_unload, 0644);
 MODULE_PARM_DESC(keep_on_unload,
 		 "Leave the knobs as they are on unload instead of restoring the baseline");
 

@@ -669,11 +669,16 @@ TEST_F(pool, hundred_cycles_leak_nothing)
  *
  * Buffers are charged to the real UID of the task that maps them; a
  * non-root user is limited by user_quota (EDQUOT beyond it), root
- * (CAP_IPC_LOCK) is accounted but not limited. The unprivileged side runs
- * in a child that becomes QUOTA_UID and maps through the fixture's fd, as
- * a member of the device's group would after open().
+ * (CAP_IPC_LOCK) is accounted but not limited. Unless a quota was set, it
+ * is half the pages reserved on all nodes (rounded down, at least 1).
+ * The unprivileged side runs in a child that becomes QUOTA_UID and maps
+ * through the fixture's fd, as a member of the device's group would after
+ * open().
  */
 #define QUOTA_UID	4242u
+/* Nodes looked at for the pool's total (sysfs has node<N> for each). */
+#define MAX_NODES	64
+#define QUOTA_PARAM	"/sys/module/mltune/parameters/hugepool_user_quota"
 
 /* Pages charged to @uid in hugepool/users; 0 without a line, -1 on error. */
 static long user_pages(unsigned int uid)
@@ -697,6 +702,59 @@ static long user_pages(unsigned int uid)
 static int set_quota(const char *val)
 {
 	return mltune_write_file(HP_SYSFS "/user_quota", val);
+}
+
+/* The quota as a test found it: "auto" again if it followed the rule. */
+struct saved_quota {
+	long pages;
+	long is_auto;	/* user_quota_auto: 1, 0, or -1 when missing */
+};
+
+static struct saved_quota quota_save(void)
+{
+	return (struct saved_quota){
+		.pages = hp_read("user_quota"),
+		.is_auto = hp_read("user_quota_auto"),
+	};
+}
+
+static int quota_restore(struct saved_quota q)
+{
+	char val[32];
+
+	if (q.is_auto == 1)
+		return set_quota("auto");
+	snprintf(val, sizeof(val), "%ld", q.pages);
+	return set_quota(val);
+}
+
+/* Pages reserved on all nodes together. */
+static long pool_total(void)
+{
+	long total = 0, r;
+	int n;
+
+	for (n = 0; n < MAX_NODES; n++) {
+		r = node_read(n, "reserved");
+		if (r > 0)
+			total += r;
+	}
+	return total;
+}
+
+/* The default rule: half the reserved pages, rounded down, at least 1. */
+static long quota_rule(long total)
+{
+	return total / 2 > 1 ? total / 2 : 1;
+}
+
+/* Whether the module was loaded with a hugepool_user_quota= of its own. */
+static bool quota_param_set(char *val, size_t len)
+{
+	if (mltune_read_file(QUOTA_PARAM, val, len) <= 0)
+		return false;
+	val[strcspn(val, "\n")] = '\0';
+	return *val && strcmp(val, "(null)") && strcmp(val, "auto");
 }
 
 /*
@@ -813,11 +871,10 @@ static int user_maps_six_pages(int fd)
 
 TEST_F(pool, user_quota_refuses_with_edquot)
 {
-	long saved = hp_read("user_quota");
-	char val[32];
+	struct saved_quota saved = quota_save();
 	char *p;
 
-	ASSERT_LE(0, saved);
+	ASSERT_LE(0, saved.pages);
 	ASSERT_EQ(0, set_quota("8M"));
 	EXPECT_EQ(4, hp_read("user_quota"));
 	EXPECT_EQ(0, as_user(user_hits_quota, self->fd));
@@ -835,8 +892,158 @@ TEST_F(pool, user_quota_refuses_with_edquot)
 	EXPECT_EQ(0, as_user(user_maps_six_pages, self->fd));
 	EXPECT_EQ(0, user_pages(QUOTA_UID));
 
-	snprintf(val, sizeof(val), "%ld", saved);
-	ASSERT_EQ(0, set_quota(val));
+	ASSERT_EQ(0, quota_restore(saved));
+}
+
+/* Set by the parent before as_user(): the quota the user should meet. */
+static long want_quota;
+
+/*
+ * The whole pool, node by node: the quota stops the user with EDQUOT, the
+ * pages up to want_quota map, and then not one more.
+ */
+static int user_cannot_take_whole_pool(int fd)
+{
+	long got = 0, free, take;
+	int n, refused = 0;
+
+	for (n = 0; n < MAX_NODES; n++) {
+		free = node_read(n, "free");
+		if (free <= 0)
+			continue;
+		if (pool_map(fd, n, free * HP, MAP_SHARED) != MAP_FAILED) {
+			got += free;
+			continue;
+		}
+		if (errno != EDQUOT)
+			return 1;
+		refused++;
+		/* What the quota leaves of this node maps. */
+		take = want_quota - got;
+		if (take > 0) {
+			if (take >= free ||
+			    pool_map(fd, n, take * HP, MAP_SHARED) == MAP_FAILED)
+				return 2;
+			got += take;
+		}
+	}
+	/* No refusal: this user mapped every reserved page. */
+	if (!refused)
+		return 3;
+	if (got != want_quota || user_pages(QUOTA_UID) != want_quota)
+		return 4;
+	for (n = 0; n < MAX_NODES; n++) {
+		if (node_read(n, "free") <= 0)
+			continue;
+		if (pool_map(fd, n, HP, MAP_SHARED) != MAP_FAILED || errno != EDQUOT)
+			return 5;
+		break;
+	}
+	/* The exit unmaps and uncharges everything. */
+	return 0;
+}
+
+/* The user maps every free page of every node. */
+static int user_maps_whole_pool(int fd)
+{
+	long got = 0, free;
+	int n;
+
+	for (n = 0; n < MAX_NODES; n++) {
+		free = node_read(n, "free");
+		if (free <= 0)
+			continue;
+		if (pool_map(fd, n, free * HP, MAP_SHARED) == MAP_FAILED)
+			return 1;
+		got += free;
+	}
+	return got && user_pages(QUOTA_UID) == got ? 0 : 2;
+}
+
+/*
+ * Regression: the quota used to default to none, so one member of the
+ * device's group could pin the whole pool.
+ */
+TEST_F(pool, default_quota_is_half_the_pool)
+{
+	char param[64];
+
+	if (quota_param_set(param, sizeof(param)))
+		SKIP(return, "module loaded with hugepool_user_quota=%s", param);
+	want_quota = quota_rule(pool_total());
+	EXPECT_EQ(1, hp_read("user_quota_auto"));
+	EXPECT_EQ(want_quota, hp_read("user_quota"));
+	EXPECT_EQ(0, as_user(user_cannot_take_whole_pool, self->fd));
+	EXPECT_EQ(0, user_pages(QUOTA_UID));
+}
+
+TEST_F(pool, default_quota_follows_the_reservation)
+{
+	char param[64], val[32];
+	int n;
+
+	if (quota_param_set(param, sizeof(param)))
+		SKIP(return, "module loaded with hugepool_user_quota=%s", param);
+	ASSERT_EQ(1, hp_read("user_quota_auto"));
+	ASSERT_EQ(0, node_reserve(0, "10"));
+	EXPECT_EQ(quota_rule(pool_total()), hp_read("user_quota"));
+	for (n = 1; n < MAX_NODES; n++)
+		if (have_node(n))
+			ASSERT_EQ(0, node_reserve(n, "0"));
+	/* Odd totals round down... */
+	ASSERT_EQ(0, node_reserve(0, "5"));
+	EXPECT_EQ(2, hp_read("user_quota"));
+	want_quota = 2;
+	EXPECT_EQ(0, as_user(user_cannot_take_whole_pool, self->fd));
+	/* ...but never to 0, which would read as "no limit". */
+	ASSERT_EQ(0, node_reserve(0, "1"));
+	EXPECT_EQ(1, hp_read("user_quota"));
+	ASSERT_EQ(0, node_reserve(0, "0"));
+	EXPECT_EQ(1, hp_read("user_quota"));
+	EXPECT_EQ(1, hp_read("user_quota_auto"));
+
+	snprintf(val, sizeof(val), "%lu", TEST_PAGES);
+	for (n = 0; n < 2; n++)
+		if (have_node(n))
+			ASSERT_EQ(0, node_reserve(n, val));
+	EXPECT_EQ(quota_rule(pool_total()), hp_read("user_quota"));
+}
+
+TEST_F(pool, set_quota_overrides_the_rule)
+{
+	struct saved_quota saved = quota_save();
+	char val[32];
+
+	ASSERT_LE(0, saved.pages);
+	ASSERT_EQ(0, set_quota("8M"));
+	EXPECT_EQ(4, hp_read("user_quota"));
+	EXPECT_EQ(0, hp_read("user_quota_auto"));
+	/* A set quota does not follow the reservation. */
+	ASSERT_EQ(0, node_reserve(0, "10"));
+	EXPECT_EQ(4, hp_read("user_quota"));
+	snprintf(val, sizeof(val), "%lu", TEST_PAGES);
+	ASSERT_EQ(0, node_reserve(0, val));
+
+	/* "0" sets no limit: the only way to it. */
+	ASSERT_EQ(0, set_quota("0"));
+	EXPECT_EQ(0, hp_read("user_quota"));
+	EXPECT_EQ(0, hp_read("user_quota_auto"));
+	EXPECT_EQ(0, as_user(user_maps_whole_pool, self->fd));
+	EXPECT_EQ(0, user_pages(QUOTA_UID));
+
+	/* "auto" goes back to the rule; nothing else that looks like it. */
+	ASSERT_EQ(0, set_quota("auto\n"));
+	EXPECT_EQ(1, hp_read("user_quota_auto"));
+	EXPECT_EQ(quota_rule(pool_total()), hp_read("user_quota"));
+	ASSERT_EQ(0, set_quota("6"));
+	EXPECT_EQ(-EINVAL, set_quota("Auto"));
+	EXPECT_EQ(-EINVAL, set_quota("automatic"));
+	EXPECT_EQ(-EINVAL, set_quota("auto 4"));
+	EXPECT_EQ(-EINVAL, mltune_write_len(HP_SYSFS "/user_quota", "auto\0", 5));
+	EXPECT_EQ(6, hp_read("user_quota"));
+	EXPECT_EQ(0, hp_read("user_quota_auto"));
+
+	ASSERT_EQ(0, quota_restore(saved));
 }
 
 /* Writes to user_quota without CAP_SYS_ADMIN; returns the wrong answers. */
@@ -870,10 +1077,9 @@ static int quota_unprivileged(void)
 
 TEST_F(pool, user_quota_store_validates_first)
 {
-	long saved = hp_read("user_quota");
-	char val[32];
+	struct saved_quota saved = quota_save();
 
-	ASSERT_LE(0, saved);
+	ASSERT_LE(0, saved.pages);
 	ASSERT_EQ(0, set_quota("16M"));
 	EXPECT_EQ(8, hp_read("user_quota"));
 	EXPECT_EQ(-EINVAL, set_quota("many"));
@@ -886,8 +1092,7 @@ TEST_F(pool, user_quota_store_validates_first)
 	EXPECT_EQ(0, set_quota("2\n"));
 	EXPECT_EQ(2, hp_read("user_quota"));
 
-	snprintf(val, sizeof(val), "%ld", saved);
-	ASSERT_EQ(0, set_quota(val));
+	ASSERT_EQ(0, quota_restore(saved));
 }
 
 int main(int argc, char **argv)
