@@ -107,7 +107,7 @@ void run_apply(Context &ctx, const BootArgs &a) {
   auto old = root.read(k_grub_dropin);
   const bool same = old && *old == content;
   if (!same) {
-    if (auto st = root.write_file(k_grub_dropin, content); !st) {
+    if (auto st = root.write_file(k_grub_dropin, content, {.make_parents = true}); !st) {
       return ctx.fail(st.error());
     }
   }

@@ -132,7 +132,7 @@ void run_metrics(Context &ctx, const std::string &output) {
     families.push_back(std::move(f));
   }
   if (!output.empty()) {
-    if (auto w = ctx.root().write_file(output, prometheus_text(families), false); !w) {
+    if (auto w = ctx.root().write_file(output, prometheus_text(families), {.durable = false}); !w) {
       return ctx.fail(with_context(w.error(), "metrics --output"));
     }
     if (ctx.json) {

@@ -192,6 +192,13 @@ TEST_F(Cli, MetricsFollowTheSwitch) {
   EXPECT_EQ(r.out.find("\nmltune_profile_active{"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\nmltune_domain_state{domain=\"knobs\",state=\"off\"} 1\n"), std::string::npos);
   ASSERT_EQ(run({"switch", "training"}).rc, 0);
+  // The textfile directory is node_exporter's: a missing one is an error,
+  // not made.
+  r = run({"metrics", "--output", "/var/lib/prometheus/node-exporter/mltune.prom"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("/var/lib/prometheus/node-exporter: open directory"), std::string::npos) << r.err;
+  EXPECT_FALSE(fake.root().exists("/var/lib/prometheus"));
+  std::filesystem::create_directories(fake.dir() / "var/lib/prometheus/node-exporter");
   ASSERT_EQ(run({"metrics", "--output", "/var/lib/prometheus/node-exporter/mltune.prom"}).rc, 0);
   auto file = fake.root().read("/var/lib/prometheus/node-exporter/mltune.prom");
   ASSERT_TRUE(file) << file.error().message;

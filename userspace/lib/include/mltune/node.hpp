@@ -53,6 +53,8 @@ public:
   // The lock for what changes the node, none for what only looks (a dry
   // run, a diff): nullopt when `changes` is false.
   static Result<std::optional<NodeLock>> acquire_if(const Sysroot &root, bool changes);
+  // The lock file goes with the lock (`off`: nothing of mltune is left).
+  void remove_on_release();
   NodeLock(NodeLock &&) noexcept;
   NodeLock &operator=(NodeLock &&) noexcept;
   NodeLock(const NodeLock &) = delete;

@@ -3,6 +3,12 @@
 // Paths passed in are absolute node paths ("/proc/sys/vm/swappiness"); the
 // Sysroot maps them below its root directory ("/" on a live node, a fake tree
 // in tests, "/host" in a container).  Paths with ".." components are refused.
+//
+// Below a root other than "/", every path is resolved inside the tree, as
+// if the tree were the root of its own machine (base/beneath.hpp): an
+// absolute symlink of the node leads to the node's file, not the container's
+// or the build host's, and no symlink, "..", or loop in the tree reaches a
+// file outside it.
 #pragma once
 
 #include "mltune/result.hpp"
@@ -11,11 +17,26 @@
 #include <filesystem>
 #include <initializer_list>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 namespace mltune {
+
+// How Sysroot::write_file() writes a file.
+struct WriteOptions {
+  // fsync the data before the rename, and the directory after it.
+  bool durable = true;
+  // Create the missing directories above the file (mode 0755), for the
+  // directories that belong to mltune (/run/mltune, /var/lib/mltune,
+  // /etc/mltune); everywhere else a missing directory is an error.
+  bool make_parents = false;
+  // The file's mode, whatever the umask.
+  mode_t mode = 0644;
+};
 
 // For a process that lives across many switches (mltunectl serve): the
 // knob files it reads and writes (sysctls, sysfs attributes, /proc/irq/N)
@@ -31,6 +52,10 @@ size_t kept_knob_files();
 class Sysroot {
 public:
   explicit Sysroot(std::filesystem::path root = "/");
+
+  // The directory descriptor (O_PATH) of the tree's top, -1 for the live
+  // root (or a tree that could not be opened): for base/'s *at() calls.
+  [[nodiscard]] int tree_fd() const { return top_ ? *top_ : -1; }
 
   [[nodiscard]] const std::filesystem::path &root() const { return root_; }
   [[nodiscard]] bool is_live() const { return root_ == "/"; }
@@ -53,10 +78,19 @@ public:
   // the error for `what` that names the namespace the container lacks, or
   // that the root is a file tree.
   [[nodiscard]] Status require_namespaces(std::string_view what, std::initializer_list<std::string_view> nss) const;
-  // Host path of an absolute node path.
+  // Host path of an absolute node path: for messages and for programs
+  // started from the tree.  Not to be opened: a symlink of the tree would
+  // resolve on this machine (open(), read() and the others resolve inside).
   [[nodiscard]] std::filesystem::path path(std::string_view abs) const;
   [[nodiscard]] bool exists(std::string_view abs) const;
   [[nodiscard]] bool is_dir(std::string_view abs) const;
+  // A symlink itself (not what it points to).
+  [[nodiscard]] bool is_symlink(std::string_view abs) const;
+  // The node path `abs` leads to with every symlink resolved (inside the
+  // tree), or nullopt when a component does not exist.
+  [[nodiscard]] std::optional<std::string> resolve(std::string_view abs) const;
+  // The target of the symlink `abs`, as written in it.
+  [[nodiscard]] Result<std::string> read_link(std::string_view abs) const;
 
   // Whole file (up to 1 MiB), unmodified.
   [[nodiscard]] Result<std::string> read(std::string_view abs) const;
@@ -65,10 +99,18 @@ public:
   // Knob write: open an existing file O_WRONLY|O_TRUNC and write the value in
   // one write(2) call, as sysctl(8) does.  Never creates files.
   [[nodiscard]] Status write_value(std::string_view abs, std::string_view value) const;
-  // Config write: creates parent directories, writes a temp file and renames
-  // it into place; `durable` fsyncs the data before the rename.
-  [[nodiscard]] Status write_file(std::string_view abs, std::string_view content, bool durable = true) const;
+  // The one writer of whole files (state, configuration, drop-ins, the
+  // metrics textfile): the content goes to a new temporary file in the
+  // target's directory (O_TMPFILE, or a random name created O_EXCL), which
+  // is renamed over the target.  The directory is opened without following
+  // a symlink at its last component; a target that is a symlink or not a
+  // regular file is refused; no symlink planted at any name is followed.
+  [[nodiscard]] Status write_file(std::string_view abs, std::string_view content, WriteOptions opts = {}) const;
   [[nodiscard]] Status remove_file(std::string_view abs) const;
+  // mkdir(2) of `abs` and every missing directory above it, mode 0755.
+  [[nodiscard]] Status make_dirs(std::string_view abs) const;
+  // rmdir(2); an absent directory is not an error.
+  [[nodiscard]] Status remove_dir(std::string_view abs) const;
   [[nodiscard]] Status symlink(std::string_view target, std::string_view abs) const;
   // Names in a directory, sorted; empty when it does not exist.
   [[nodiscard]] std::vector<std::string> list_dir(std::string_view abs) const;
@@ -82,6 +124,8 @@ private:
 
   std::filesystem::path root_;
   std::string prefix_; // root_ without a trailing '/'; empty for "/"
+  // The tree's top, opened once and shared by the copies; null for "/".
+  std::shared_ptr<const int> top_;
   std::map<std::string, int, std::less<>> faults_;
 };
 

@@ -5,12 +5,15 @@
 
 #include "audit/audit_parts.hpp"
 #include "base/process.hpp"
+#include "base/sysroot_fd.hpp"
+#include "base/unique_fd.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <map>
 #include <memory>
@@ -399,7 +402,9 @@ void nvidia_findings(const Sysroot &root, const Topology &t, const NvidiaState &
 }
 
 bool is_executable(const Sysroot &root, std::string_view abs) {
-  return ::access(root.path(abs).c_str(), X_OK) == 0;
+  // Opened inside the tree; X_OK as the file's mode says.
+  const UniqueFd fd = detail::open_node(root, abs, O_PATH);
+  return fd && ::faccessat(fd.get(), "", X_OK, AT_EMPTY_PATH) == 0;
 }
 
 // The active profile of pp_power_profile_mode (the row marked '*') and the

@@ -27,18 +27,12 @@ Status make(const Sysroot &root, std::string_view cg) {
   if (root.is_dir(dir)) {
     return {};
   }
-  if (::mkdir(root.path(dir).c_str(), 0755) != 0 && errno != EEXIST) {
-    return sys_error(dir + ": mkdir", errno);
-  }
-  return {};
+  return root.make_dirs(dir);
 }
 
 Status remove(const Sysroot &root, std::string_view cg) {
   const std::string dir = path(cg);
-  if (::rmdir(root.path(dir).c_str()) != 0 && errno != ENOENT) {
-    return sys_error(dir + ": rmdir", errno);
-  }
-  return {};
+  return root.remove_dir(dir);
 }
 
 Result<bool> enable_cpuset(const Sysroot &root) {

@@ -1,33 +1,83 @@
 // FileLock (see base/file_lock.hpp).
 #include "base/file_lock.hpp"
 
+#include "base/sysroot_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <string>
-#include <system_error>
 
 namespace mltune {
 
-Result<FileLock> FileLock::acquire(const Sysroot &root, std::string_view abs) {
-  const std::filesystem::path p = root.path(abs);
-  std::error_code ec;
-  std::filesystem::create_directories(p.parent_path(), ec);
-  if (ec) {
-    return sys_error(p.parent_path().string() + ": mkdir", ec.value());
-  }
-  UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd) {
-    return sys_error(std::string(abs) + ": open lock file", errno);
-  }
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      return sys_error(std::string(abs) + ": flock", errno);
+namespace {
+
+std::string parent_of(std::string_view abs) {
+  const size_t slash = abs.rfind('/');
+  return slash == 0 || slash == std::string_view::npos ? std::string("/") : std::string(abs.substr(0, slash));
+}
+
+// Whether `fd` is still the file at `abs` (not removed or replaced since
+// it was opened).
+bool still_there(const Sysroot &root, std::string_view abs, int fd) {
+  struct stat ours {};
+  struct stat now {};
+  const UniqueFd again = detail::open_node(root, abs, O_PATH | O_NOFOLLOW);
+  return again && ::fstat(fd, &ours) == 0 && ::fstat(again.get(), &now) == 0 && ours.st_dev == now.st_dev &&
+         ours.st_ino == now.st_ino;
+}
+
+} // namespace
+
+Result<FileLock> FileLock::acquire(const Sysroot &root, std::string_view abs, Missing missing) {
+  for (;;) {
+    UniqueFd fd = detail::open_node(root, abs, O_RDONLY | O_NOFOLLOW);
+    if (!fd && errno == ENOENT) {
+      if (missing == Missing::skip) {
+        return FileLock(root, std::string(abs), UniqueFd());
+      }
+      if (auto st = root.make_dirs(parent_of(abs)); !st) {
+        return st.error();
+      }
+      fd = detail::open_node(root, abs, O_RDONLY | O_CREAT | O_NOFOLLOW, 0600);
     }
+    if (!fd) {
+      return sys_error(std::string(abs) + ": open lock file", errno);
+    }
+    while (::flock(fd.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        return sys_error(std::string(abs) + ": flock", errno);
+      }
+    }
+    if (still_there(root, abs, fd.get())) {
+      return FileLock(root, std::string(abs), std::move(fd));
+    }
+    // Its holder removed it while this process waited: lock what is there now.
   }
-  return FileLock(std::move(fd));
+}
+
+FileLock &FileLock::operator=(FileLock &&o) noexcept {
+  if (this != &o) {
+    release();
+    root_ = std::move(o.root_);
+    abs_ = std::move(o.abs_);
+    fd_ = std::move(o.fd_);
+    remove_ = o.remove_;
+  }
+  return *this;
+}
+
+FileLock::~FileLock() {
+  release();
+}
+
+void FileLock::release() {
+  if (fd_ && remove_ && still_there(root_, abs_, fd_.get())) {
+    (void)root_.remove_file(abs_);
+  }
+  fd_.reset();
 }
 
 } // namespace mltune

@@ -2,6 +2,7 @@
 #include "base/proc.hpp"
 
 #include "base/dirents.hpp"
+#include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
 #include "mltune/service.hpp"
 
@@ -92,7 +93,7 @@ std::string strip_newline(std::string s) {
 
 std::vector<TaskName> scan_task_names(const Sysroot &root) {
   std::vector<TaskName> out;
-  const UniqueFd proc(::open(root.path("/proc").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd proc = detail::open_node(root, "/proc", O_RDONLY | O_DIRECTORY);
   if (!proc) {
     return out;
   }
@@ -113,18 +114,12 @@ std::vector<TaskName> scan_task_names(const Sysroot &root) {
 
 std::filesystem::path real_path(const std::filesystem::path &p, std::error_code &ec) {
   ec.clear();
-  const UniqueFd fd(::open(p.c_str(), O_PATH | O_CLOEXEC));
-  if (!fd) {
-    ec = std::error_code(errno, std::generic_category());
+  auto host = Sysroot("/").resolve(std::filesystem::absolute(p).string());
+  if (!host) {
+    ec = std::error_code(errno != 0 ? errno : ENOENT, std::generic_category());
     return {};
   }
-  std::array<char, 4096> buf{};
-  const std::string link = "/proc/self/fd/" + std::to_string(fd.get());
-  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
-  if (n <= 0 || static_cast<size_t>(n) >= buf.size() || buf[0] != '/') {
-    return std::filesystem::canonical(p, ec); // no /proc, or a path it cannot show
-  }
-  return {std::string(buf.data(), static_cast<size_t>(n))};
+  return *host;
 }
 
 std::vector<TaskName> task_names(const Sysroot &root) {

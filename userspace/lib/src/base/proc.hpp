@@ -62,11 +62,8 @@ struct TaskName {
 // small VM).  Threads that exit during the scan are left out; threads
 // created during it may be.
 std::vector<TaskName> scan_task_names(const Sysroot &root);
-// The canonical host path of `p` (symbolic links resolved), as
-// std::filesystem::canonical but in three system calls: open(O_PATH) and
-// readlink of /proc/self/fd/N (fs::canonical reads each component's link:
-// a dozen for a device under /sys/class/net); fs::canonical where /proc is
-// not mounted.
+// The canonical host path of `p` (symbolic links resolved): the live
+// root's Sysroot::resolve().
 std::filesystem::path real_path(const std::filesystem::path &p, std::error_code &ec);
 
 // The same list from the resident thread index when this process keeps one

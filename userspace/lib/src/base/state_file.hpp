@@ -61,7 +61,7 @@ public:
   [[nodiscard]] Status save(const Sysroot &root, const T &value) const {
     nlohmann::json j = value;
     j["version"] = version_;
-    return root.write_file(path_, j.dump(1) + "\n", durable_);
+    return root.write_file(path_, j.dump(1) + "\n", {.durable = durable_, .make_parents = true});
   }
 
   // Removing an absent file is not an error.

@@ -1,14 +1,19 @@
 #include "mltune/sysroot.hpp"
 
+#include "base/beneath.hpp"
 #include "base/dirents.hpp"
+#include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <map>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -124,7 +129,106 @@ Sysroot::Sysroot(fs::path root) : root_(std::move(root)) {
   while (!prefix_.empty() && prefix_.back() == '/') {
     prefix_.pop_back();
   }
+  if (!is_live()) {
+    // A tree that is not there (yet) is opened at each use instead.
+    if (const int fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+      top_ = std::shared_ptr<const int>(new int(fd), [](const int *p) { // NOLINT(cppcoreguidelines-owning-memory)
+        ::close(*p);
+        delete p; // NOLINT(cppcoreguidelines-owning-memory)
+      });
+    }
+  }
 }
+
+namespace detail {
+
+UniqueFd open_node(const Sysroot &root, std::string_view abs, int flags, mode_t mode) {
+  if (root.is_live()) {
+    return UniqueFd(::open(std::string(abs).c_str(), flags | O_CLOEXEC, mode));
+  }
+  if (const int top = root.tree_fd(); top >= 0) {
+    return UniqueFd(open_beneath(top, abs, flags, mode));
+  }
+  const UniqueFd top(::open(root.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!top) {
+    return UniqueFd();
+  }
+  return UniqueFd(open_beneath(top.get(), abs, flags, mode));
+}
+
+bool for_each_line(const Sysroot &root, std::string_view abs, const std::function<bool(std::string_view)> &f) {
+  const UniqueFd fd = open_node(root, abs, O_RDONLY);
+  if (!fd) {
+    return false;
+  }
+  std::string pending;
+  std::array<char, 65536> buf{};
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return false;
+    }
+    if (n == 0) {
+      return pending.empty() || (f(pending), true);
+    }
+    pending.append(buf.data(), static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl = pending.find('\n'); nl != std::string::npos; nl = pending.find('\n', start)) {
+      if (!f(std::string_view(pending).substr(start, nl - start))) {
+        return true;
+      }
+      start = nl + 1;
+    }
+    pending.erase(0, start);
+  }
+}
+
+} // namespace detail
+
+namespace {
+
+using detail::open_node;
+
+// "/a/b/c" -> {"/a/b", "c"}; {"", ""} for a path without a last name.
+std::pair<std::string, std::string> split_last(std::string_view abs) {
+  while (abs.size() > 1 && abs.back() == '/') {
+    abs.remove_suffix(1);
+  }
+  const size_t slash = abs.rfind('/');
+  if (slash == std::string_view::npos || abs.substr(slash + 1).empty() || abs.substr(slash + 1) == ".") {
+    return {};
+  }
+  return {slash == 0 ? std::string("/") : std::string(abs.substr(0, slash)), std::string(abs.substr(slash + 1))};
+}
+
+// The directory holding `abs`, for the *at() calls on its last name.  For
+// a change (a write, a removal) `follow` is false: the directory's own last
+// component is not followed, so a directory that another user may replace
+// by a symlink leads nowhere else.
+struct Parent {
+  UniqueFd dir;
+  std::string name;
+};
+Result<Parent> open_parent(const Sysroot &root, std::string_view abs, int flags = O_PATH, bool follow = true) {
+  auto [dir, name] = split_last(abs);
+  if (name.empty()) {
+    return input_error(std::string(abs) + ": not a path to a file");
+  }
+  UniqueFd fd = open_node(root, dir, flags | O_DIRECTORY | (follow ? 0 : O_NOFOLLOW));
+  if (!fd) {
+    const int err = errno;
+    if (err == ELOOP || err == ENOTDIR) {
+      return failure(dir + ": not a directory (a symlink is not followed here)", err);
+    }
+    return sys_error(dir + ": open directory", err);
+  }
+  return Parent{std::move(fd), std::move(name)};
+}
+
+} // namespace
 
 std::string Sysroot::host_path(std::string_view abs) const {
   while (!abs.empty() && abs.front() == '/') {
@@ -140,17 +244,24 @@ bool Sysroot::shares_namespace(std::string_view ns) const {
   if (is_live()) {
     return true;
   }
-  const std::string rel = "/proc/1/ns/" + std::string(ns);
+  // The namespace file itself is a magic link: followed from its own
+  // directory, which is found inside the tree.
+  const UniqueFd dir = open_node(*this, "/proc/1/ns", O_PATH | O_DIRECTORY);
   struct stat theirs {};
   struct stat ours {};
-  return ::stat(host_path(rel).c_str(), &theirs) == 0 &&
+  return dir && ::fstatat(dir.get(), std::string(ns).c_str(), &theirs, 0) == 0 &&
          ::stat(("/proc/self/ns/" + std::string(ns)).c_str(), &ours) == 0 && theirs.st_dev == ours.st_dev &&
          theirs.st_ino == ours.st_ino;
 }
 
 bool Sysroot::is_node() const {
+  if (is_live()) {
+    return true;
+  }
+  // The namespace file itself (a magic link on a node), not followed.
+  auto parent = open_parent(*this, "/proc/1/ns/pid");
   struct stat st {};
-  return is_live() || ::lstat(host_path("/proc/1/ns/pid").c_str(), &st) == 0;
+  return parent && ::fstatat(parent->dir.get(), parent->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 Status Sysroot::require_namespaces(std::string_view what, std::initializer_list<std::string_view> nss) const {
@@ -168,7 +279,8 @@ Status Sysroot::require_namespaces(std::string_view what, std::initializer_list<
   for (const auto ns : nss) {
     struct stat st {};
     const std::string theirs = "/proc/1/ns/" + std::string(ns);
-    if (!is_live() && ::stat(host_path(theirs).c_str(), &st) != 0 && (errno == EACCES || errno == EPERM)) {
+    const UniqueFd dir = is_live() ? UniqueFd() : open_node(*this, "/proc/1/ns", O_PATH | O_DIRECTORY);
+    if (dir && ::fstatat(dir.get(), std::string(ns).c_str(), &st, 0) != 0 && (errno == EACCES || errno == EPERM)) {
       // Following the link is a ptrace access check on the node's init.
       return input_error(std::string(what) + ": --sysroot " + root_.string() +
                          ": cannot compare namespaces: " + theirs + ": " + std::strerror(errno) +
@@ -190,13 +302,85 @@ fs::path Sysroot::path(std::string_view abs) const {
 }
 
 bool Sysroot::exists(std::string_view abs) const {
-  std::error_code ec;
-  return !has_dotdot(abs) && fs::exists(path(abs), ec);
+  if (has_dotdot(abs)) {
+    return false;
+  }
+  if (is_live()) {
+    return ::access(host_path(abs).c_str(), F_OK) == 0;
+  }
+  return open_node(*this, abs, O_PATH).valid();
 }
 
 bool Sysroot::is_dir(std::string_view abs) const {
-  std::error_code ec;
-  return !has_dotdot(abs) && fs::is_directory(path(abs), ec);
+  if (has_dotdot(abs)) {
+    return false;
+  }
+  return open_node(*this, abs, O_PATH | O_DIRECTORY).valid();
+}
+
+bool Sysroot::is_symlink(std::string_view abs) const {
+  if (has_dotdot(abs)) {
+    return false;
+  }
+  auto parent = open_parent(*this, abs);
+  struct stat st {};
+  return parent && ::fstatat(parent->dir.get(), parent->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISLNK(st.st_mode);
+}
+
+std::optional<std::string> Sysroot::resolve(std::string_view abs) const {
+  if (has_dotdot(abs)) {
+    return std::nullopt;
+  }
+  if (is_live()) {
+    // open(O_PATH) and a readlink of /proc/self/fd/N: three system calls,
+    // where realpath(3) reads each component's link (a dozen for a device
+    // under /sys/class/net); realpath(3) where /proc cannot show it.
+    const UniqueFd fd(::open(std::string(abs).c_str(), O_PATH | O_CLOEXEC));
+    if (!fd) {
+      return std::nullopt;
+    }
+    std::array<char, PATH_MAX> buf{};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd.get());
+    const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+    if (n > 0 && static_cast<size_t>(n) < buf.size() && buf[0] == '/') {
+      return std::string(buf.data(), static_cast<size_t>(n));
+    }
+    if (::realpath(std::string(abs).c_str(), buf.data()) == nullptr) {
+      return std::nullopt;
+    }
+    return std::string(buf.data());
+  }
+  UniqueFd hold;
+  int top = tree_fd();
+  if (top < 0) {
+    hold.reset(::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    top = hold.get();
+  }
+  std::string out = top >= 0 ? detail::resolve_beneath(top, abs) : std::string();
+  if (out.empty()) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+Result<std::string> Sysroot::read_link(std::string_view abs) const {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  auto parent = open_parent(*this, abs);
+  if (!parent) {
+    return parent.error();
+  }
+  std::array<char, 4096> buf{};
+  const ssize_t n = ::readlinkat(parent->dir.get(), parent->name.c_str(), buf.data(), buf.size());
+  if (n < 0) {
+    return sys_error(std::string(abs) + ": readlink", errno);
+  }
+  if (static_cast<size_t>(n) >= buf.size()) {
+    return sys_error(std::string(abs) + ": readlink", ENAMETOOLONG);
+  }
+  return std::string(buf.data(), static_cast<size_t>(n));
 }
 
 Result<std::string> Sysroot::read(std::string_view abs) const {
@@ -231,7 +415,7 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
       }
     }
   }
-  const UniqueFd fd(::open(host_path(abs).c_str(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd fd = open_node(*this, abs, O_RDONLY);
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
@@ -301,7 +485,7 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
       drop_kept(host); // the plain path below
     }
   }
-  const UniqueFd fd(::open(host_path(abs).c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  const UniqueFd fd = open_node(*this, abs, O_WRONLY | O_TRUNC);
   if (fd.get() < 0) {
     return sys_error(std::string(abs) + ": open", errno);
   }
@@ -323,45 +507,159 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
   return {};
 }
 
-Status Sysroot::write_file(std::string_view abs, std::string_view content, bool durable) const {
+namespace {
+
+std::function<std::string(std::string_view)> g_temp_names;
+bool g_use_tmpfile = true;
+
+// ".NAME.mltune-XXXXXXXX", the Xs random (getrandom(2)).
+std::string temp_name(std::string_view target) {
+  if (g_temp_names) {
+    return g_temp_names(target);
+  }
+  static constexpr std::string_view k_chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::array<unsigned char, 10> rnd{};
+  size_t got = 0;
+  while (got < rnd.size()) {
+    const ssize_t n = ::getrandom(rnd.data() + got, rnd.size() - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+    } else if (errno != EINTR) {
+      break; // the name then has zeros; O_EXCL still refuses a clash
+    }
+  }
+  std::string out = "." + std::string(target) + ".mltune-";
+  for (const unsigned char c : rnd) {
+    out.push_back(k_chars[c % k_chars.size()]);
+  }
+  return out;
+}
+
+constexpr int k_name_tries = 100;
+
+Status write_all(int fd, std::string_view content, const std::string &what) {
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return sys_error(what + ": write", n < 0 ? errno : EIO);
+    }
+    off += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+// The content in a new file of `dir`, by a name no other file had: an
+// O_TMPFILE file linked in (linkat(2) never replaces a name), or a file
+// created O_EXCL|O_NOFOLLOW.  Returns the name.
+Result<std::string> write_temp(int dir, const std::string &target, std::string_view content, const WriteOptions &o,
+                               const std::string &where) {
+  const auto fill = [&](int fd) -> Status {
+    if (auto st = write_all(fd, content, where); !st) {
+      return st;
+    }
+    if (::fchmod(fd, o.mode) != 0) {
+      return sys_error(where + ": chmod", errno);
+    }
+    if (o.durable && ::fsync(fd) != 0) {
+      return sys_error(where + ": fsync", errno);
+    }
+    return {};
+  };
+  if (g_use_tmpfile) {
+    const UniqueFd fd(::openat(dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, o.mode));
+    if (fd) {
+      if (auto st = fill(fd.get()); !st) {
+        return st.error();
+      }
+      const std::string self = "/proc/self/fd/" + std::to_string(fd.get());
+      for (int i = 0; i < k_name_tries; ++i) {
+        std::string name = temp_name(target);
+        if (::linkat(fd.get(), "", dir, name.c_str(), AT_EMPTY_PATH) == 0 ||
+            (errno != EEXIST && ::linkat(AT_FDCWD, self.c_str(), dir, name.c_str(), AT_SYMLINK_FOLLOW) == 0)) {
+          return name;
+        }
+        if (errno != EEXIST) {
+          break; // no way to link it here (no /proc): a named file below
+        }
+      }
+    } else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT) {
+      return sys_error(where + ": open a temporary file", errno);
+    }
+  }
+  for (int i = 0; i < k_name_tries; ++i) {
+    std::string name = temp_name(target);
+    const UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, o.mode));
+    if (!fd) {
+      if (errno == EEXIST) {
+        continue; // a file, or a symlink planted at the name: another name
+      }
+      return sys_error(where + ": create a temporary file", errno);
+    }
+    if (auto st = fill(fd.get()); !st) {
+      ::unlinkat(dir, name.c_str(), 0);
+      return st.error();
+    }
+    return name;
+  }
+  return failure(where + ": no free temporary name after " + std::to_string(k_name_tries) + " tries");
+}
+
+} // namespace
+
+namespace detail {
+
+void set_temp_names(std::function<std::string(std::string_view)> names) {
+  g_temp_names = std::move(names);
+}
+
+void use_tmpfile(bool use) {
+  g_use_tmpfile = use;
+}
+
+} // namespace detail
+
+Status Sysroot::write_file(std::string_view abs, std::string_view content, WriteOptions opts) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
-  const fs::path target = path(abs);
-  std::error_code ec;
-  fs::create_directories(target.parent_path(), ec);
-  if (ec) {
-    return sys_error(target.parent_path().string() + ": mkdir", ec.value());
-  }
-  const fs::path tmp = target.string() + ".mltune-tmp";
-  {
-    const UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) {
-      return sys_error(tmp.string() + ": open", errno);
-    }
-    size_t off = 0;
-    while (off < content.size()) {
-      const ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
-      if (n < 0 && errno == EINTR) {
-        continue;
-      }
-      if (n <= 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        return sys_error(tmp.string() + ": write", err);
-      }
-      off += static_cast<size_t>(n);
-    }
-    if (durable && ::fsync(fd.get()) != 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return sys_error(tmp.string() + ": fsync", err);
+  const std::string what(abs);
+  if (opts.make_parents) {
+    if (auto st = make_dirs(split_last(abs).first); !st) {
+      return st;
     }
   }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+  auto parent = open_parent(*this, abs, O_RDONLY, false);
+  if (!parent) {
+    return with_context(parent.error(), "write " + what);
+  }
+  const int dir = parent->dir.get();
+  const std::string &name = parent->name;
+  struct stat st {};
+  if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      return failure(what + ": is a symbolic link: not replaced (remove it, or write the file it points to)", ELOOP);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return failure(what + ": not a regular file: not replaced", EEXIST);
+    }
+  } else if (errno != ENOENT) {
+    return sys_error(what + ": stat", errno);
+  }
+  auto tmp = write_temp(dir, name, content, opts, what);
+  if (!tmp) {
+    return tmp.error();
+  }
+  if (::renameat(dir, tmp->c_str(), dir, name.c_str()) != 0) {
     const int err = errno;
-    ::unlink(tmp.c_str());
-    return sys_error(target.string() + ": rename", err);
+    ::unlinkat(dir, tmp->c_str(), 0);
+    return sys_error(what + ": rename", err);
+  }
+  if (opts.durable && ::fsync(dir) != 0 && errno != EINVAL) {
+    return sys_error(split_last(abs).first + ": fsync", errno);
   }
   return {};
 }
@@ -370,18 +668,73 @@ Status Sysroot::remove_file(std::string_view abs) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
-  if (::unlink(host_path(abs).c_str()) != 0 && errno != ENOENT) {
+  auto parent = open_parent(*this, abs, O_PATH, false);
+  if (!parent) {
+    if (parent.error().sys_errno == ENOENT) {
+      return {};
+    }
+    return parent.error();
+  }
+  if (::unlinkat(parent->dir.get(), parent->name.c_str(), 0) != 0 && errno != ENOENT) {
     return sys_error(std::string(abs) + ": unlink", errno);
   }
   return {};
 }
 
+Status Sysroot::make_dirs(std::string_view abs) const {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  // Each component below the last that exists, made in the directory
+  // before it (opened inside the tree).
+  for (size_t pos = 1; pos <= abs.size();) {
+    const size_t end = std::min(abs.find('/', pos), abs.size());
+    const std::string_view upto = abs.substr(0, end);
+    pos = end + 1;
+    if (upto.empty() || upto.back() == '/' || is_dir(upto)) {
+      continue;
+    }
+    auto parent = open_parent(*this, upto); // as mkdir -p: every directory followed
+    if (!parent) {
+      return parent.error();
+    }
+    if (::mkdirat(parent->dir.get(), parent->name.c_str(), 0755) != 0 && errno != EEXIST) {
+      return sys_error(std::string(upto) + ": mkdir", errno);
+    }
+    if (!is_dir(upto)) {
+      return failure(std::string(upto) + ": not a directory", ENOTDIR);
+    }
+  }
+  return {};
+}
+
+Status Sysroot::remove_dir(std::string_view abs) const {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  auto parent = open_parent(*this, abs);
+  if (!parent) {
+    return parent.error().sys_errno == ENOENT ? Status{} : Status(parent.error());
+  }
+  if (::unlinkat(parent->dir.get(), parent->name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    return sys_error(std::string(abs) + ": rmdir", errno);
+  }
+  return {};
+}
+
 Status Sysroot::symlink(std::string_view target, std::string_view abs) const {
-  const fs::path link = path(abs);
-  std::error_code ec;
-  fs::create_directories(link.parent_path(), ec);
-  ::unlink(link.c_str());
-  if (::symlink(std::string(target).c_str(), link.c_str()) != 0) {
+  if (has_dotdot(abs)) {
+    return input_error(std::string(abs) + ": path contains '..'");
+  }
+  if (auto st = make_dirs(split_last(abs).first); !st) {
+    return st;
+  }
+  auto parent = open_parent(*this, abs);
+  if (!parent) {
+    return parent.error();
+  }
+  ::unlinkat(parent->dir.get(), parent->name.c_str(), 0);
+  if (::symlinkat(std::string(target).c_str(), parent->dir.get(), parent->name.c_str()) != 0) {
     return sys_error(std::string(abs) + ": symlink", errno);
   }
   return {};
@@ -392,7 +745,7 @@ std::vector<std::string> Sysroot::list_dir(std::string_view abs) const {
   if (has_dotdot(abs)) {
     return out;
   }
-  const UniqueFd fd(::open(host_path(abs).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd fd = open_node(*this, abs, O_RDONLY | O_DIRECTORY);
   if (!fd) {
     return out;
   }

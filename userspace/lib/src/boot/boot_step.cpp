@@ -39,7 +39,7 @@ Status BootStep::apply() {
   if (content_.empty() || (before_ && *before_ == content_)) {
     return {};
   }
-  if (auto st = root_.write_file(k_grub_dropin, content_); !st) {
+  if (auto st = root_.write_file(k_grub_dropin, content_, {.make_parents = true}); !st) {
     return st;
   }
   changed_ = true;
@@ -62,7 +62,7 @@ Status BootStep::rollback() {
     return {};
   }
   changed_ = false;
-  return before_ ? root_.write_file(k_grub_dropin, *before_) : root_.remove_file(k_grub_dropin);
+  return before_ ? root_.write_file(k_grub_dropin, *before_, {.make_parents = true}) : root_.remove_file(k_grub_dropin);
 }
 
 Status BootStep::baseline() {

@@ -13,12 +13,11 @@ constexpr std::string_view k_legacy_wants = "/etc/systemd/system/multi-user.targ
 // Removes `path` when it is a symlink (the enable link) or a file that
 // starts with the marker; a foreign file is an error, an absent one nothing.
 Result<bool> remove_marked(const Sysroot &root, std::string_view path) {
-  std::error_code ec;
-  const auto st = std::filesystem::symlink_status(root.path(path), ec);
-  if (!std::filesystem::exists(st)) {
+  const bool link = root.is_symlink(path);
+  if (!link && !root.exists(path)) {
     return false;
   }
-  if (!std::filesystem::is_symlink(st)) {
+  if (!link) {
     auto text = root.read(path);
     if (!text) {
       return text.error();
@@ -38,9 +37,8 @@ Status remove_legacy(const Sysroot &root, std::vector<std::string> &removed) {
     if (f == k_legacy_wants) {
       // Only the link persist made to its own unit; one to the packaged
       // unit (systemctl enable) is systemd's.
-      std::error_code ec;
-      const auto target = std::filesystem::read_symlink(root.path(f), ec);
-      if (ec || target != "../mltune.service") {
+      const auto target = root.read_link(f);
+      if (!target || *target != "../mltune.service") {
         continue;
       }
     }
@@ -90,7 +88,7 @@ Result<PersistResult> persist_config(const NodeConfig &cfg, const Sysroot &root,
   if (auto st = remove_legacy(root, res.removed); !st) {
     return st.error();
   }
-  if (auto st = root.write_file(k_config_file, text); !st) {
+  if (auto st = root.write_file(k_config_file, text, {.make_parents = true}); !st) {
     return st.error();
   }
   res.written.emplace_back(k_config_file);

@@ -170,13 +170,11 @@ Result<NodeConfig> parse_config(std::string_view text, const std::string &displa
 }
 
 Result<NodeConfig> load_config(const Sysroot &root, std::string_view path) {
-  const std::filesystem::path file = root.path(path);
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
+  if (!root.exists(path)) {
     return input_error(std::string(path) + ": no such file (write it with 'mltunectl persist' or by hand; "
                                            "Documentation/admin-guide.rst)");
   }
-  auto text = detail::read_profile_file(file);
+  auto text = detail::read_profile_file(root, path);
   if (!text) {
     return text.error().kind == Errc::input ? text.error() : input_error(text.error().message);
   }

@@ -8,6 +8,7 @@
 #include "base/proc.hpp"
 #include "base/process.hpp"
 #include "base/state_file.hpp"
+#include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
@@ -512,7 +513,8 @@ void release_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
 Result<mltune_feeder_cfg> scx_cfg(const Sysroot &root, const FeederState &s) {
   mltune_feeder_cfg c{};
   struct stat st {};
-  if (::stat(root.path(cgroup::path(s.cgroup)).c_str(), &st) != 0) {
+  const UniqueFd dir = detail::open_node(root, cgroup::path(s.cgroup), O_PATH | O_DIRECTORY);
+  if (!dir || ::fstat(dir.get(), &st) != 0) {
     return sys_error(cgroup::path(s.cgroup), errno);
   }
   c.cgid = st.st_ino;
@@ -898,7 +900,9 @@ Result<bool> feeder_check(const Sysroot &root) {
 }
 
 Result<bool> feeder_check(const Sysroot &root, FeederOs &os) {
-  auto lock = FileLock::acquire(root, k_lock_path);
+  // No lock file: no feeder was turned on since /run was made; a check
+  // (status, active) creates nothing.
+  auto lock = FileLock::acquire(root, k_lock_path, FileLock::Missing::skip);
   if (!lock) {
     return lock.error();
   }
@@ -906,7 +910,7 @@ Result<bool> feeder_check(const Sysroot &root, FeederOs &os) {
 }
 
 Result<int> feeder_contain(const Sysroot &root, FeederOs &os) {
-  auto lock = FileLock::acquire(root, k_lock_path);
+  auto lock = FileLock::acquire(root, k_lock_path, FileLock::Missing::skip);
   if (!lock) {
     return lock.error();
   }
@@ -1131,7 +1135,7 @@ Status feeder_off(const Sysroot &root) {
 }
 
 Status feeder_off(const Sysroot &root, FeederOs &os) {
-  auto lock = FileLock::acquire(root, k_lock_path);
+  auto lock = FileLock::acquire(root, k_lock_path, FileLock::Missing::skip);
   if (!lock) {
     return lock.error();
   }
@@ -1141,6 +1145,7 @@ Status feeder_off(const Sysroot &root, FeederOs &os) {
   }
   FeederState &s = *loaded;
   if (!s.active) {
+    lock->remove_on_release();
     return {};
   }
   os.scx_detach();
@@ -1151,6 +1156,7 @@ Status feeder_off(const Sysroot &root, FeederOs &os) {
   if (s.cpuset_enabled_by_us) {
     (void)root.write_value(cgroup::path("/", "cgroup.subtree_control"), "-cpuset");
   }
+  lock->remove_on_release();
   return k_state.remove(root);
 }
 

@@ -611,17 +611,6 @@ public:
   }
 
 private:
-  static std::string read_host(const fs::path &p) {
-    std::string s;
-    if (FILE *f = std::fopen(p.c_str(), "re")) {
-      char buf[64];
-      const size_t n = std::fread(buf, 1, sizeof(buf), f);
-      std::fclose(f);
-      s.assign(buf, n);
-    }
-    return s;
-  }
-
   static const EthtoolGroup *group_of(std::string_view group) {
     const auto *it =
         std::find_if(std::begin(k_groups), std::end(k_groups), [&](const EthtoolGroup &g) { return group == g.group; });
@@ -648,28 +637,27 @@ private:
   // the IRQs only for IRQ settings.
   void probe_pci(NicDevice &d) const {
     const std::string base = "/sys/class/net/" + d.name;
-    std::error_code ec;
-    const fs::path drv = fs::read_symlink(root_.path(base + "/device/driver"), ec);
-    if (!ec) {
-      d.driver = drv.filename().string();
+    if (const auto drv = root_.read_link(base + "/device/driver")) {
+      d.driver = fs::path(*drv).filename().string();
     }
     const bool want_irqs = probe_wants("irq");
     if (!want_irqs && !probe_wants("rps") && !probe_wants("channels")) {
       return;
     }
-    fs::path dev = proc::real_path(root_.path(base + "/device"), ec);
-    for (int depth = 0; !ec && depth < 4 && dev.has_parent_path(); ++depth, dev = dev.parent_path()) {
-      if (fs::exists(dev / "numa_node", ec) && fs::exists(dev / "msi_irqs", ec)) {
+    // Node paths, resolved inside the sysroot.
+    auto found = root_.resolve(base + "/device");
+    if (!found) {
+      return;
+    }
+    fs::path dev = *found;
+    for (int depth = 0; depth < 4 && dev.has_parent_path(); ++depth, dev = dev.parent_path()) {
+      if (root_.exists((dev / "numa_node").string()) && root_.exists((dev / "msi_irqs").string())) {
         break;
       }
     }
-    if (ec) {
-      return;
-    }
-    std::error_code ec2;
-    if (fs::exists(dev / "numa_node", ec2)) {
+    if (auto text = root_.read((dev / "numa_node").string())) {
       // -1 when the platform does not say.
-      const auto n = parse_int<int>(trim(read_host(dev / "numa_node")));
+      const auto n = parse_int<int>(trim(*text));
       d.numa_node = n && *n >= 0 ? *n : -1;
     }
     // The vectors the driver has requested: a NIC that is down (at boot,
@@ -677,8 +665,8 @@ private:
     // but has no /proc/irq/N for them; they get the default affinity when
     // it comes up.
     std::vector<int> irqs;
-    for (const auto &e : want_irqs ? fs::directory_iterator(dev / "msi_irqs", ec2) : fs::directory_iterator()) {
-      if (const auto n = parse_int<int>(e.path().filename().string());
+    for (const auto &e : want_irqs ? root_.list_dir((dev / "msi_irqs").string()) : std::vector<std::string>{}) {
+      if (const auto n = parse_int<int>(e);
           n && *n >= 0 && root_.exists("/proc/irq/" + std::to_string(*n) + "/smp_affinity_list")) {
         irqs.push_back(*n);
       }

@@ -5,6 +5,7 @@
 #include "base/cgroup.hpp"
 #include "base/proc.hpp"
 #include "base/process.hpp"
+#include "base/sysroot_fd.hpp"
 #include "mltune/parse.hpp"
 
 #include "mltune_noise.h"
@@ -304,22 +305,25 @@ std::map<std::uint64_t, std::string> load_kallsyms(const Sysroot &root, const st
   if (want.empty()) {
     return out;
   }
-  std::ifstream in(root.path("/proc/kallsyms"));
-  std::string line;
-  while (out.size() < want.size() && std::getline(in, line)) {
+  detail::for_each_line(root, "/proc/kallsyms", [&](std::string_view text) {
+    if (out.size() >= want.size()) {
+      return false;
+    }
+    const std::string line(text);
     // "ffffffff81123450 t tick_nohz_handler" (a module's symbols end in "\t[mod]")
     const auto sp = line.find(' ');
     if (sp == std::string::npos || line.size() < sp + 4) {
-      continue;
+      return true;
     }
     auto addr = parse_int<std::uint64_t>(std::string_view(line).substr(0, sp), 16);
     if (!addr || !want.contains(*addr) || out.contains(*addr)) {
-      continue;
+      return true;
     }
     std::string name = line.substr(sp + 3);
     name = name.substr(0, name.find_first_of(" \t"));
     out[*addr] = name;
-  }
+    return true;
+  });
   return out;
 }
 

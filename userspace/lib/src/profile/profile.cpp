@@ -8,6 +8,7 @@
 #include "profile/profile_phases.hpp"
 #include "sched/internal.hpp"
 
+#include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
 #include "mltune/parse.hpp"
 
@@ -138,6 +139,9 @@ struct ProfileLoader::Source {
   std::string name;    // profile name (file stem)
   std::string text;
   fs::path dir; // directory for relative includes; empty for built-ins
+  // For a profile found by name below the sysroot: its directory as a node
+  // path, where includes by name are looked up first (inside the sysroot).
+  std::string node_dir;
 };
 
 Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const Source *from) const {
@@ -156,35 +160,67 @@ Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const
     }
     std::error_code ec;
     const fs::path canon = fs::weakly_canonical(p, ec);
-    return Source{canon.string(), p.string(), p.stem().string(), std::move(*text), p.parent_path()};
+    return Source{canon.string(), p.string(), p.stem().string(), std::move(*text), p.parent_path(), {}};
   }
   if (!valid_name(ref)) {
     return input_error("invalid profile name '" + std::string(ref) + "'");
   }
-  std::vector<fs::path> candidates;
-  if (from != nullptr && !from->dir.empty()) {
-    candidates.push_back(from->dir / (std::string(ref) + ".toml"));
+  // Where a profile named `ref` may be: beside the including file, then the
+  // node's directories.  A node directory is a node path, read inside the
+  // sysroot (`host` empty); a file beside a profile given by path is on
+  // this machine.
+  struct Candidate {
+    fs::path host;
+    std::string node_dir;
+  };
+  std::vector<Candidate> candidates;
+  const std::string file = std::string(ref) + ".toml";
+  if (from != nullptr && !from->node_dir.empty() && sysroot_ != nullptr) {
+    candidates.push_back({{}, from->node_dir});
+  } else if (from != nullptr && !from->dir.empty()) {
+    candidates.push_back({from->dir / file, {}});
   }
   if (sysroot_ != nullptr) {
     for (const std::string_view dir : {k_user_profile_dir, packaged_profile_dir()}) {
-      candidates.push_back(sysroot_->path(std::string(dir) + "/" + std::string(ref) + ".toml"));
+      candidates.push_back({{}, std::string(dir)});
     }
   }
   for (const auto &c : candidates) {
     std::error_code ec;
-    if (fs::is_regular_file(c, ec)) {
-      auto text = detail::read_profile_file(c);
+    if (!c.node_dir.empty()) {
+      const std::string abs = c.node_dir + "/" + file;
+      if (!sysroot_->exists(abs) || sysroot_->is_dir(abs)) {
+        continue;
+      }
+      auto text = detail::read_profile_file(*sysroot_, abs);
       if (!text) {
         return input_error(text.error().message);
       }
-      return Source{fs::weakly_canonical(c, ec).string(), c.string(), std::string(ref), std::move(*text),
-                    c.parent_path()};
+      const fs::path host = sysroot_->path(abs);
+      return Source{sysroot_->root().string() + ":" + sysroot_->resolve(abs).value_or(abs),
+                    host.string(),
+                    std::string(ref),
+                    std::move(*text),
+                    host.parent_path(),
+                    c.node_dir};
+    }
+    if (fs::is_regular_file(c.host, ec)) {
+      auto text = detail::read_profile_file(c.host);
+      if (!text) {
+        return input_error(text.error().message);
+      }
+      return Source{fs::weakly_canonical(c.host, ec).string(),
+                    c.host.string(),
+                    std::string(ref),
+                    std::move(*text),
+                    c.host.parent_path(),
+                    {}};
     }
   }
   for (const auto &b : builtin_profiles()) {
     if (b.name == ref) {
       return Source{
-          "builtin:" + std::string(ref), std::string(ref) + ".toml", std::string(ref), std::string(b.text), {}};
+          "builtin:" + std::string(ref), std::string(ref) + ".toml", std::string(ref), std::string(b.text), {}, {}};
     }
   }
   std::string known;
@@ -331,7 +367,14 @@ namespace detail {
 // A profile file: a regular file (not a FIFO that never ends, not /dev/zero)
 // of at most k_max_profile_bytes, read whole.
 Result<std::string> read_profile_file(const fs::path &p) {
-  const UniqueFd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
+  return read_profile_fd(UniqueFd(::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)), p);
+}
+
+Result<std::string> read_profile_file(const Sysroot &root, std::string_view abs) {
+  return read_profile_fd(detail::open_node(root, abs, O_RDONLY | O_NONBLOCK | O_NOCTTY), root.path(abs));
+}
+
+Result<std::string> read_profile_fd(const UniqueFd &fd, const fs::path &p) {
   if (!fd) {
     return sys_error(p.string() + ": cannot open", errno);
   }
@@ -727,8 +770,12 @@ Result<Profile> ProfileLoader::load(std::string_view name_or_path) const {
 }
 
 Result<Profile> ProfileLoader::load_text(std::string_view text, std::string_view display) const {
-  const Source src{
-      "text:" + std::string(display), std::string(display), fs::path(display).stem().string(), std::string(text), {}};
+  const Source src{"text:" + std::string(display),
+                   std::string(display),
+                   fs::path(display).stem().string(),
+                   std::string(text),
+                   {},
+                   {}};
   Profile p;
   p.name = src.name;
   std::vector<std::string> stack;

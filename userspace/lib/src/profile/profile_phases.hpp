@@ -5,7 +5,9 @@
 // not part of the installed API.
 #pragma once
 
+#include "base/unique_fd.hpp"
 #include "mltune/profile.hpp"
+#include "mltune/sysroot.hpp"
 
 #include <toml++/toml.h>
 
@@ -29,6 +31,10 @@ struct KnobEntry {
 // A profile file (or another TOML file of mltune, such as the node
 // configuration): a regular file of at most k_max_profile_bytes, read whole.
 Result<std::string> read_profile_file(const std::filesystem::path &p);
+// The same for a node path below `root`, opened inside it.
+Result<std::string> read_profile_file(const Sysroot &root, std::string_view abs);
+// The same for a file opened already (invalid: the open's errno), named `p`.
+Result<std::string> read_profile_fd(const UniqueFd &fd, const std::filesystem::path &p);
 
 // The TOML document of a profile: ASCII only, parse errors as display:line:column.
 Result<toml::table> parse_profile_text(const std::string &text, const std::string &display);

@@ -88,8 +88,7 @@ public:
         t.starttime = ps->field<uint64_t>(proc::k_stat_starttime).value_or(0);
       }
     }
-    std::error_code ec;
-    t.exe = fs::read_symlink(root_.path("/proc/" + std::to_string(pid) + "/exe"), ec).string();
+    t.exe = root_.read_link("/proc/" + std::to_string(pid) + "/exe").value_or("");
     if (auto cmd = root_.read("/proc/" + std::to_string(pid) + "/cmdline")) {
       t.cmdline = *cmd;
       while (!t.cmdline.empty() && t.cmdline.back() == '\0') {
@@ -959,7 +958,9 @@ int64_t sched_ledger_age_ms(const SchedWatchCache &wc) {
 }
 
 Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {
-  auto lock = FileLock::acquire(sys.root(), k_lock_path);
+  // A dry run changes nothing, and creates no lock file either.
+  auto lock =
+      FileLock::acquire(sys.root(), k_lock_path, opt.dry_run ? FileLock::Missing::skip : FileLock::Missing::create);
   if (!lock) {
     return lock.error();
   }
@@ -1011,7 +1012,9 @@ Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<Sched
 }
 
 Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
-  auto lock = FileLock::acquire(sys.root(), k_lock_path);
+  // No lock file: no rule was applied since /run was made (an apply creates
+  // it before it records a thread), so there is nothing to reset.
+  auto lock = FileLock::acquire(sys.root(), k_lock_path, FileLock::Missing::skip);
   if (!lock) {
     return lock.error();
   }
@@ -1099,6 +1102,9 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
   st.partitions = parts;
   if (auto s = save_state(root, st); !s) {
     return s.error();
+  }
+  if (st.threads.empty() && st.partitions.empty()) {
+    lock->remove_on_release(); // nothing of the rules is left, nor their lock
   }
   return rep;
 }

@@ -40,6 +40,10 @@ Result<std::optional<NodeLock>> NodeLock::acquire_if(const Sysroot &root, bool c
   return std::optional<NodeLock>(std::move(*l));
 }
 
+void NodeLock::remove_on_release() {
+  held_->lock.remove_on_release();
+}
+
 Result<NodeLock> NodeLock::acquire(const Sysroot &root) {
   auto l = FileLock::acquire(root, k_node_lock);
   if (!l) {
@@ -603,6 +607,7 @@ Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams) {
   if (auto st = note_followed(root, std::string(k_baseline)); !st) {
     rep.domains.push_back({"follow", "failed", st.error().message});
   }
+  lock->remove_on_release();
   return rep;
 }
 

@@ -1,6 +1,7 @@
 #include "mltune/topology.hpp"
 
 #include "base/proc.hpp"
+#include "base/sysroot_fd.hpp"
 #include "mltune/parse.hpp"
 #include "topology/topology_phases.hpp"
 
@@ -100,9 +101,8 @@ public:
   std::optional<std::string> resolve(const std::string &abs) { return detail::resolve_link(root_, abs, t_); }
 
   std::string link_name(const std::string &abs) {
-    std::error_code ec;
-    const fs::path target = fs::read_symlink(root_.path(abs), ec);
-    return ec ? std::string() : target.filename().string();
+    const auto target = root_.read_link(abs);
+    return target ? fs::path(*target).filename().string() : std::string();
   }
 
   PciLocality pci(const std::string &dev_abs, std::string address) {
@@ -137,24 +137,23 @@ public:
 // 1 MiB on large machines).
 std::unordered_map<unsigned, std::string> irq_names(const Sysroot &root) {
   std::unordered_map<unsigned, std::string> out;
-  std::ifstream in(root.path("/proc/interrupts"));
-  std::string line;
-  while (std::getline(in, line)) {
+  detail::for_each_line(root, "/proc/interrupts", [&](std::string_view line) {
     const std::string_view l = trim(line);
     const auto colon = l.find(':');
     if (colon == std::string_view::npos) {
-      continue;
+      return true;
     }
     auto irq = parse_int<unsigned>(trim(l.substr(0, colon)));
     if (!irq) {
-      continue; // NMI, LOC, header ...
+      return true; // NMI, LOC, header ...
     }
     const auto last = l.find_last_of(" \t");
     if (last == std::string_view::npos || last < colon) {
-      continue;
+      return true;
     }
     out[*irq] = std::string(l.substr(last + 1));
-  }
+    return true;
+  });
   return out;
 }
 
@@ -219,26 +218,8 @@ bool is_pci_address(std::string_view s) {
   return true;
 }
 
-std::optional<std::string> resolve_link(const Sysroot &root, const std::string &abs, Topology &t) {
-  std::error_code ec;
-  const fs::path host = proc::real_path(root.path(abs), ec);
-  if (ec) {
-    return std::nullopt;
-  }
-  fs::path root_canon = fs::canonical(root.root(), ec);
-  if (ec) {
-    root_canon = root.root();
-  }
-  const std::string h = host.string();
-  const std::string r = root_canon.string();
-  if (r == "/") {
-    return h;
-  }
-  if (h.size() < r.size() || h.compare(0, r.size(), r) != 0 || (h.size() > r.size() && h[r.size()] != '/')) {
-    t.warnings.push_back(abs + ": symlink leads outside the sysroot");
-    return std::nullopt;
-  }
-  return h.size() == r.size() ? std::string("/") : h.substr(r.size());
+std::optional<std::string> resolve_link(const Sysroot &root, const std::string &abs, Topology & /*t*/) {
+  return root.resolve(abs);
 }
 
 Status read_online_cpus(const Sysroot &root, Topology &t) {
