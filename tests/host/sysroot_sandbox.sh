@@ -23,6 +23,8 @@ T=$(mktemp -d /tmp/mltune-sandbox.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 FIX=$T/node
 cp -a "$FIXTURES/hgx-2s-8gpu" "$FIX"
+# node_exporter's textfile directory (metrics -o makes no directory)
+mkdir -p "$FIX/var/lib/prometheus/node-exporter"
 # The files of both shipped profiles' knobs, as a writable node has them.
 for p in training inference; do
 	"$M" --json profile show $p | jq -r '.knobs[].path'
@@ -54,7 +56,6 @@ cmds=(
 	"pool status" "noise --duration 0.2 --probe proc" "drift status"
 )
 echo "TAP version 13"
-echo "1..$((${#cmds[@]} + 1))"
 n=0 pass=0 fail=0
 outside() { # outside LOG: paths, sockets and programs outside the tree, one a line
 	awk -v fix="$FIX" -v self="$M" '
@@ -158,5 +159,129 @@ else
 		fail=$((fail + 1))
 	fi
 fi
+
+# ---- hostile trees ----------------------------------------------------------
+# Trees whose symlinks lead out: absolute ones (as a node's own are, which
+# must resolve inside the tree, as on the node), relative ones climbing
+# with "../..", and loops. Every writing command runs on each under strace;
+# nothing outside the tree may be opened for writing, created, renamed,
+# removed or linked, and the files and directory outside stay as they were.
+OUT=$T/outside
+new_outside() { # the files outside, afresh for each tree
+	rm -rf "$OUT" && mkdir -p "$OUT/dir"
+	echo victim >"$OUT/victim"
+	echo victim >"$OUT/dir/victim"
+}
+outside_state() { (cd "$OUT" && find . -printf '%p %s %T@\n' | sort && cat victim dir/victim) | md5sum; }
+up=$(printf '../%.0s' $(seq 1 30))
+hostile_tree() { # hostile_tree NAME KIND: a copy of the fixture with links out
+	local d=$T/$1 k=$2 tgt tdir
+	cp -a "$FIX" "$d"
+	case $k in
+	absolute) tgt=$OUT/victim tdir=$OUT/dir ;;
+	relative) tgt=${up}${OUT#/}/victim tdir=${up}${OUT#/}/dir ;;
+	loop) tgt=loop-a tdir=loop-b ;;
+	esac
+	for f in proc/sys/vm/swappiness proc/sys/vm/dirty_ratio sys/kernel/mm/transparent_hugepage/enabled; do
+		rm -f "$d/$f"; ln -s "$tgt" "$d/$f"
+	done
+	[ "$k" = loop ] && { ln -s loop-b "$d/proc/sys/vm/loop-a"; ln -s loop-a "$d/proc/sys/vm/loop-b"; }
+	rm -rf "$d/run" "$d/etc/mltune" "$d/etc/default/grub.d"
+	mkdir -p "$d/etc/default" "$d/var/lib/prometheus/node-exporter"
+	if [ "$k" = loop ]; then
+		ln -s run "$d/run"; ln -s mltune "$d/etc/mltune"; ln -s grub.d "$d/etc/default/grub.d"
+	else
+		ln -s "$tdir" "$d/run"; ln -s "$tdir" "$d/etc/mltune"; ln -s "$tdir" "$d/etc/default/grub.d"
+	fi
+	rm -f "$d"/var/lib/prometheus/node-exporter/*
+	ln -s "$tgt" "$d/var/lib/prometheus/node-exporter/mltune.prom"
+	ln -s "$tgt" "$d/var/lib/prometheus/node-exporter/mltune.prom.mltune-tmp"
+	printf '%s\n' "$d"
+}
+# Writes to a path outside the tree in an strace log: an open for writing or
+# creating, or a call that makes, removes or renames a name.
+writes_outside() {
+	awk -v fix="$1" '
+	# relative: below a descriptor of the tree; /proc/self/fd/N: a file
+	# this process opened (linkat of an O_TMPFILE file)
+	function inside(p) { return index(p, fix) == 1 || p !~ /^\// || p ~ /^\/proc\/self\/fd\// }
+	/^[0-9]+ +(open|openat|openat2|creat)\(/ && /O_WRONLY|O_RDWR|O_CREAT|O_TRUNC/ {
+		if (match($0, /"[^"]*"/) && !inside(substr($0, RSTART + 1, RLENGTH - 2)) &&
+		    substr($0, RSTART + 1, RLENGTH - 2) != "/dev/null") print; next }
+	/^[0-9]+ +(rename|renameat|renameat2|unlink|unlinkat|mkdir|mkdirat|rmdir|symlink|symlinkat|link|linkat)\(/ {
+		s = $0
+		while (match(s, /"[^"]*"/)) { p = substr(s, RSTART + 1, RLENGTH - 2); if (!inside(p)) { print; break } s = substr(s, RSTART + RLENGTH) }
+	}' "$2"
+}
+writers=(
+	"switch training" "switch inference" "off" "switch training" "switch baseline"
+	"persist --profile training" "persist --remove" "config apply" "boot apply" "boot remove"
+	"metrics -o /var/lib/prometheus/node-exporter/mltune.prom" "feeder on --cpus 2-3" "feeder off" "off"
+)
+for kind in absolute relative loop; do
+	new_outside
+	tree=$(hostile_tree "hostile-$kind" "$kind")
+	before_out=$(outside_state)
+	bad=""
+	for c in "${writers[@]}"; do
+		# shellcheck disable=SC2086 # the command's words
+		strace -f -qq -e trace=%file -o "$T/log" "$M" --sysroot "$tree" $c >"$T/out" 2>&1
+		w=$(writes_outside "$tree" "$T/log" | head -n 3)
+		[ -z "$w" ] || bad="$bad; $c: $w"
+	done
+	[ "$(outside_state)" = "$before_out" ] || bad="$bad; a file or directory outside the tree changed"
+	n=$((n + 1))
+	if [ -z "$bad" ]; then
+		echo "ok $n hostile tree ($kind symlinks): ${#writers[@]} writing commands, 0 writes outside"
+		pass=$((pass + 1))
+	else
+		echo "not ok $n hostile tree ($kind symlinks):$bad" | head -c 2000; echo
+		fail=$((fail + 1))
+	fi
+done
+
+# What acts only on the live kernel refuses a file tree with exit 2, and
+# makes no system call on this machine's threads.
+for c in "exec --gpu 0 -- true" "sched apply --profile training" "sched reset" "nic show" "nic apply -p training"; do
+	n=$((n + 1))
+	# shellcheck disable=SC2086 # the command's words
+	strace -f -qq -e trace=sched_setaffinity,sched_setattr,set_mempolicy,execve -o "$T/log" \
+		"$M" --sysroot "$FIX" $c >"$T/out" 2>&1
+	rc=$?
+	acts=$(grep -E 'sched_setaffinity|sched_setattr|set_mempolicy|execve\("[^"]*true"' "$T/log" | head -n 2)
+	if [ "$rc" = 2 ] && [ -z "$acts" ]; then
+		echo "ok $n mltunectl --sysroot FIX $c: refused with exit 2 ($(head -c 120 "$T/out" | tr '\n' ' '))"
+		pass=$((pass + 1))
+	else
+		echo "not ok $n mltunectl --sysroot FIX $c: exit $rc, expected 2${acts:+; acted: $acts}"
+		fail=$((fail + 1))
+	fi
+done
+
+# Looking and dry runs create nothing in /run/mltune, and off leaves no lock.
+n=$((n + 1))
+clean=$T/clean
+cp -a "$FIXTURES/hgx-2s-8gpu" "$clean"
+cp -a "$FIX/proc/sys" "$clean/proc/" 2>/dev/null
+rm -rf "$clean/run/mltune"
+made=""
+for c in "profile list" "audit" "verify training" "--dry-run switch training" "active" "--json status" "metrics" \
+	"conformance" "topology" "plan" "feeder status" "pool status" "drift status" "sched list --profile training" \
+	"--dry-run config apply" "boot show" "--dry-run sched apply --profile training" "--dry-run off"; do
+	# shellcheck disable=SC2086 # the command's words
+	"$M" --sysroot "$clean" $c >/dev/null 2>&1
+	[ -e "$clean/run/mltune" ] && { made="$made; $c: $(cd "$clean/run/mltune" && ls | tr '\n' ' ')"; rm -rf "$clean/run/mltune"; }
+done
+"$M" --sysroot "$clean" switch training >/dev/null 2>&1
+"$M" --sysroot "$clean" off >/dev/null 2>&1
+locks=$(cd "$clean/run/mltune" 2>/dev/null && ls ./*.lock 2>/dev/null | tr '\n' ' ')
+if [ -z "$made$locks" ]; then
+	echo "ok $n read-only commands and dry runs create nothing in /run/mltune; off leaves no lock file"
+	pass=$((pass + 1))
+else
+	echo "not ok $n${made:+ created by a read:$made}${locks:+; after off: $locks}"
+	fail=$((fail + 1))
+fi
+echo "1..$n"
 echo "# Totals: pass:$pass fail:$fail xfail:0 xpass:0 skip:0 error:0"
 [ "$fail" = 0 ]

@@ -81,6 +81,11 @@ void run_exec(Context &ctx, const ExecArgs &a) {
   if (ctx.dry_run) {
     return show(ctx, *spec, a.cmd);
   }
+  // The affinity and memory policy are this process's, set on the live
+  // kernel: not for a file tree (exit 2), nor a container of its own.
+  if (auto st = ctx.root().require_namespaces("exec", {"pid"}); !st) {
+    return ctx.fail(st.error());
+  }
   ctx.out->flush();
   const Status st = exec_launch(*spec, a.cmd); // returns only on failure
   ctx.fail(st.error());

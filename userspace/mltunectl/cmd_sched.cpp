@@ -183,10 +183,23 @@ void run_list(Context &ctx, const SchedArgs &args) {
   }
 }
 
+// Thread policies are set on the live kernel's threads: a file tree, or a
+// container without the node's PIDs, is refused (exit 2) unless nothing is
+// to change.
+Status acts_on_threads(Context &ctx, std::string_view what) {
+  if (ctx.dry_run) {
+    return {};
+  }
+  return ctx.root().require_namespaces(what, {"pid", "net"});
+}
+
 void run_apply(Context &ctx, const SchedArgs &args) {
   auto p = load_profile(ctx, args);
   if (!p) {
     return ctx.fail(p.error());
+  }
+  if (auto st = acts_on_threads(ctx, "sched apply"); !st) {
+    return ctx.fail(st.error());
   }
   auto sys = make_live_sched_system(ctx.root());
   auto rep = sched_apply(*sys, p->sched_rules, options(ctx, args));
@@ -197,6 +210,9 @@ void run_apply(Context &ctx, const SchedArgs &args) {
 }
 
 void run_reset(Context &ctx, const SchedArgs &args) {
+  if (auto st = acts_on_threads(ctx, "sched reset"); !st) {
+    return ctx.fail(st.error());
+  }
   auto sys = make_live_sched_system(ctx.root());
   auto rep = sched_reset(*sys, options(ctx, args));
   if (!rep) {
