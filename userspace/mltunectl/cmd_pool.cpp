@@ -61,6 +61,7 @@ void run_status(Context &ctx) {
                      {"orphaned", st->orphaned},
                      {"pmd_capable", st->pmd_capable},
                      {"user_quota", st->user_quota},
+                     {"user_quota_auto", st->user_quota_auto},
                      {"users", users}});
   }
   auto &o = *ctx.out;
@@ -77,8 +78,8 @@ void run_status(Context &ctx) {
   if (st->orphaned != 0) {
     o << "orphaned: " << st->orphaned << " pages were still in use after unmap and left the pool\n";
   }
-  o << "user quota: "
-    << (st->user_quota == 0 ? "none" : std::to_string(st->user_quota) + " pages (" + mib(st->user_quota) + ")") << "\n";
+  o << "user quota: " << describe_quota(st->user_quota)
+    << (st->user_quota_auto ? " (the module's default: half the reserved pages)" : "") << "\n";
   for (const auto &u : st->users) {
     o << "  uid " << u.uid << ": " << u.pages << " pages mapped (" << mib(u.pages) << ")\n";
   }
@@ -92,27 +93,28 @@ void run_quota(Context &ctx, const std::string &size) {
       return ctx.fail(st.error());
     }
     if (ctx.json) {
-      return ctx.emit({{"user_quota", st->user_quota}});
+      return ctx.emit({{"user_quota", st->user_quota}, {"user_quota_auto", st->user_quota_auto}});
     }
-    *ctx.out << "user quota: " << (st->user_quota == 0 ? "none" : std::to_string(st->user_quota) + " pages") << "\n";
+    *ctx.out << "user quota: " << describe_quota(st->user_quota)
+             << (st->user_quota_auto ? " (the module's default: half the reserved pages)" : "") << "\n";
     return;
   }
-  auto pages = parse_pool_size(size);
+  auto pages = size == "auto" ? Result<std::uint64_t>(k_pool_quota_auto) : parse_pool_size(size);
   if (!pages) {
     return ctx.fail(pages.error());
   }
   if (ctx.dry_run) {
-    *ctx.out << "would set the user quota to " << *pages << " pages (" << mib(*pages) << ")\n";
+    *ctx.out << "would set the user quota to " << describe_quota(*pages) << "\n";
     return;
   }
   if (auto st = pool_set_user_quota(root, *pages); !st) {
     return ctx.fail(st.error());
   }
   if (ctx.json) {
-    return ctx.emit({{"user_quota", *pages}});
+    return ctx.emit(*pages == k_pool_quota_auto ? nlohmann::json{{"user_quota", "auto"}}
+                                                : nlohmann::json{{"user_quota", *pages}});
   }
-  *ctx.out << "user quota: " << (*pages == 0 ? "none" : std::to_string(*pages) + " pages (" + mib(*pages) + ")")
-           << "\n";
+  *ctx.out << "user quota: " << describe_quota(*pages) << "\n";
 }
 
 void run_change(Context &ctx, const PoolArgs &a, bool reserve) {
@@ -171,7 +173,9 @@ void register_pool(CLI::App &app, Context &ctx) {
 
   auto qa = std::make_shared<std::string>();
   auto *quota = p->add_subcommand("quota", "Show or set the per-user limit of mapped pool memory (0: none)");
-  quota->add_option("size", *qa, "2 MiB pages (256) or bytes with K/M/G (512M, 1G); 0 lifts the limit");
+  quota->add_option("size", *qa,
+                    "2 MiB pages (256) or bytes with K/M/G (512M, 1G); 0 lifts the limit; auto: the module's "
+                    "default (half the reserved pages)");
   quota->callback([&ctx, qa] { run_quota(ctx, *qa); });
 }
 

@@ -118,9 +118,12 @@ protected:
       fake.set(d + "/free", "0\n");
       fake.set(d + "/mapped", "0\n");
     }
-    for (const char *f : {"pmd_mappings", "pte_mappings", "orphaned", "pmd_capable", "user_quota"}) {
+    for (const char *f : {"pmd_mappings", "pte_mappings", "orphaned", "pmd_capable"}) {
       fake.set(std::string(k_hp) + "/" + f, "0\n");
     }
+    // The module's default quota (half the reserved pages, at least one).
+    fake.set(std::string(k_hp) + "/user_quota", "1\n");
+    fake.set(std::string(k_hp) + "/user_quota_auto", "1\n");
     fake.set(std::string(k_hp) + "/users", "");
     fake.set("/sys/devices/system/cpu/online", "0-7\n");
     fake.set("/sys/fs/cgroup/cgroup.subtree_control", "memory pids\n");
@@ -172,7 +175,8 @@ TEST_F(ConfigApply, AppliesEveryPartAndRevertPutsItBack) {
   EXPECT_EQ(get("/sys/kernel/mltune/profile"), "baseline");
   EXPECT_EQ(get(std::string(k_hp) + "/node0/reserved"), "0");
   EXPECT_EQ(get(std::string(k_hp) + "/node1/reserved"), "0");
-  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "0");
+  // Back to the module's default, not to the number it came to at boot.
+  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "auto");
   EXPECT_FALSE(feeder_active());
   EXPECT_EQ(get("/sys/devices/virtual/workqueue/cpumask"), "ff");
   EXPECT_FALSE(state_exists());
@@ -218,9 +222,19 @@ TEST_F(ConfigApply, AFailedReservationRollsBackEverything) {
   EXPECT_NE(r.error().message.find("back on its baseline"), std::string::npos) << r.error().message;
   EXPECT_EQ(get("/sys/kernel/mltune/profile"), "baseline");
   EXPECT_EQ(get(std::string(k_hp) + "/node0/reserved"), "0");
-  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "0");
+  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "1");
   EXPECT_FALSE(feeder_active());
   EXPECT_FALSE(state_exists());
+}
+
+// A quota set before mltune's configuration is put back as it was.
+TEST_F(ConfigApply, RevertPutsBackAQuotaSetByHand) {
+  fake.set(std::string(k_hp) + "/user_quota", "7\n");
+  fake.set(std::string(k_hp) + "/user_quota_auto", "0\n");
+  ASSERT_TRUE(apply_config(fake.root(), cfg, {}));
+  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "4");
+  ASSERT_TRUE(revert_config(fake.root()));
+  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "7");
 }
 
 // A reload that fails keeps the configuration in force; a start that fails

@@ -42,8 +42,11 @@ struct PoolStatus {
   std::uint64_t pte_mappings = 0;
   std::uint64_t orphaned = 0;
   bool pmd_capable = false;
-  std::uint64_t user_quota = 0; // pages per user, 0 = no limit
-  std::vector<PoolUser> users;  // ascending uid, users with mapped pages
+  std::uint64_t user_quota = 0; // pages per user in force, 0 = no limit
+  // The module's default quota applies (half the reserved pages, following
+  // the reservation): hugepool/user_quota_auto reads 1.
+  bool user_quota_auto = false;
+  std::vector<PoolUser> users; // ascending uid, users with mapped pages
 };
 
 // Pool state; a failure when the module is not loaded.
@@ -57,10 +60,20 @@ struct PoolStatus {
 // of it, or mapped pages kept it from shrinking that far, the Error says how
 // far it got (the pool keeps that state).
 [[nodiscard]] Result<PoolNode> pool_reserve(const Sysroot &root, int node, std::uint64_t pages);
+// The quota value that stands for the module's default ("auto").
+inline constexpr std::uint64_t k_pool_quota_auto = ~std::uint64_t{0};
 // Sets hugepool/user_quota: the pages one user (without CAP_IPC_LOCK) may
-// have mapped at a time; 0 lifts the limit.  Mappings beyond it fail with
-// EDQUOT; mappings already made stay.
+// have mapped at a time; 0 lifts the limit, k_pool_quota_auto returns to the
+// module's default.  Mappings beyond it fail with EDQUOT; mappings already
+// made stay.
 [[nodiscard]] Status pool_set_user_quota(const Sysroot &root, std::uint64_t pages);
+// The quota a later pool_set_user_quota() puts back: k_pool_quota_auto
+// while the default applies, else the pages in force.
+[[nodiscard]] inline std::uint64_t restorable_quota(const PoolStatus &st) {
+  return st.user_quota_auto ? k_pool_quota_auto : st.user_quota;
+}
+// "auto", "none" (0) or "N pages (M MiB)".
+[[nodiscard]] std::string describe_quota(std::uint64_t pages);
 // Frees up to `pages` free pages of node (all free pages when pages is
 // UINT64_MAX); mapped pages are never touched.
 [[nodiscard]] Result<PoolNode> pool_release(const Sysroot &root, int node, std::uint64_t pages);

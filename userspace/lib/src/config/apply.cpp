@@ -256,7 +256,7 @@ Result<ConfigReport> detail::revert_config_locked(const Sysroot &root, bool pool
       if (auto st = pool_set_user_quota(root, *s.user_quota); !st) {
         failed.push_back("pool user_quota: " + st.error().message);
       } else {
-        rep.restored.push_back("pool: user quota " + std::to_string(*s.user_quota) + " pages");
+        rep.restored.push_back("pool: user quota " + describe_quota(*s.user_quota));
       }
     }
   }

@@ -124,6 +124,9 @@ Result<PoolStatus> pool_status(const Sysroot &root) {
   if (auto quota = read_u64(root, std::string(k_dir) + "/user_quota")) {
     st.user_quota = *quota;
   }
+  if (auto a = read_u64(root, std::string(k_dir) + "/user_quota_auto")) {
+    st.user_quota_auto = *a == 1;
+  }
   if (auto users = root.read(std::string(k_dir) + "/users")) {
     std::string_view rest = *users;
     while (!rest.empty()) {
@@ -153,7 +156,17 @@ Status pool_set_user_quota(const Sysroot &root, std::uint64_t pages) {
   if (!root.exists(file)) {
     return failure(file + " missing: the loaded mltune module has no per-user quota (too old)", ENOENT);
   }
-  return root.write_value(file, std::to_string(pages));
+  return root.write_value(file, pages == k_pool_quota_auto ? std::string("auto") : std::to_string(pages));
+}
+
+std::string describe_quota(std::uint64_t pages) {
+  if (pages == k_pool_quota_auto) {
+    return "auto (the module's default: half the reserved pages)";
+  }
+  if (pages == 0) {
+    return "none";
+  }
+  return std::to_string(pages) + " pages (" + std::to_string(pages * (k_pool_page_size >> 20)) + " MiB)";
 }
 
 Result<std::uint64_t> parse_pool_size(std::string_view text) {

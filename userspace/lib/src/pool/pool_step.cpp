@@ -32,7 +32,7 @@ Status PoolStep::plan() {
     }
     before_.emplace_back(node, it->reserved);
   }
-  quota_before_ = st->user_quota;
+  quota_before_ = restorable_quota(*st);
   if (quota_ && !root_.exists("/sys/kernel/mltune/hugepool/user_quota")) {
     return failure("pool: the loaded mltune module has no per-user quota (hugepool/user_quota)", ENOENT);
   }
