@@ -151,7 +151,7 @@ UniqueFd open_node(const Sysroot &root, std::string_view abs, int flags, mode_t 
   }
   const UniqueFd top(::open(root.root().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!top) {
-    return UniqueFd();
+    return {};
   }
   return UniqueFd(open_beneath(top.get(), abs, flags, mode));
 }
