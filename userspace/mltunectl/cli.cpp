@@ -24,6 +24,30 @@ void Context::emit(const nlohmann::json &j) const {
   *out << j.dump(2) << "\n";
 }
 
+void add_field_option(CLI::App *cmd, std::string &field, const std::vector<std::string> &names) {
+  cmd->add_option("--field", field, "Print only this field of the --json document, as text (with --json: as JSON)")
+      ->type_name("NAME")
+      ->check(CLI::IsMember(names));
+}
+
+bool emit_field(const Context &ctx, const nlohmann::json &doc, const std::string &field) {
+  if (field.empty()) {
+    return false;
+  }
+  const auto it = doc.find(field);
+  const nlohmann::json v = it == doc.end() ? nlohmann::json(nullptr) : *it;
+  if (ctx.json) {
+    *ctx.out << v.dump() << "\n";
+  } else if (v.is_string()) {
+    *ctx.out << v.get<std::string>() << "\n";
+  } else if (v.is_null()) {
+    *ctx.out << "\n";
+  } else {
+    *ctx.out << v.dump() << "\n";
+  }
+  return true;
+}
+
 namespace {
 // When this command started (static initialisation, before main()).
 const auto k_started = std::chrono::steady_clock::now();
