@@ -36,15 +36,15 @@ bool emit_field(const Context &ctx, const nlohmann::json &doc, const std::string
   }
   const auto it = doc.find(field);
   const nlohmann::json v = it == doc.end() ? nlohmann::json(nullptr) : *it;
-  if (ctx.json) {
-    *ctx.out << v.dump() << "\n";
-  } else if (v.is_string()) {
-    *ctx.out << v.get<std::string>() << "\n";
-  } else if (v.is_null()) {
-    *ctx.out << "\n";
-  } else {
-    *ctx.out << v.dump() << "\n";
+  // Text: a string as it is, null as nothing; otherwise (and with --json)
+  // the value as JSON (true, 3).
+  std::string text;
+  if (!ctx.json && v.is_string()) {
+    text = v.get<std::string>();
+  } else if (ctx.json || !v.is_null()) {
+    text = v.dump();
   }
+  *ctx.out << text << "\n";
   return true;
 }
 
