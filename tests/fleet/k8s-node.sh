@@ -114,7 +114,8 @@ cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	$M off >/dev/null 2>&1
-	rm -f /run/mltune/daemonset.json /etc/kubernetes/node-feature-discovery/features.d/mltune
+	rm -f /run/mltune/daemonset.json /etc/kubernetes/node-feature-discovery/features.d/mltune \
+		/etc/mltune/profiles/rings.toml
 }
 trap cleanup EXIT
 wait_for 10 test -s "$API/port" || t_diag "the fake API server did not start"

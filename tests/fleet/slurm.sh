@@ -403,7 +403,13 @@ not_drained() {
 node_mixed() { case $(node_state) in MIXED|MIXED+*) return 0 ;; *) echo "node state $(node_state)"; return 1 ;; esac; }
 # refused JOB: pending again after a refusal (requeued at least once).
 refused() { [ "$(job_state "$1")" = PENDING ] && [ "$(job_field "$1" Restarts)" -ge 1 ]; }
-held() { case $(job_field "$1" Reason) in *Held*) return 0 ;; *) job_field "$1" Reason; return 1 ;; esac; }
+# held JOB: held (priority 0; Reason JobHeldAdmin or a "held" reason).
+held() {
+	[ "$(job_field "$1" Priority)" = 0 ] && return 0
+	case $(job_field "$1" Reason) in *[Hh]eld*) return 0 ;; esac
+	echo "Priority=$(job_field "$1" Priority) Reason=$(job_field "$1" Reason)"
+	return 1
+}
 admin_comment_has() { scontrol show job "$1" | grep -qF "AdminComment=mltune: $2"; }
 # ran_on NAME PROFILE: within 400 s the job's script ran on PROFILE and its
 # verify exited 0.
