@@ -16,10 +16,15 @@
 #      same name that lacks the marker line is left alone (it wins, as it
 #      would for any mltunectl on the node);
 #   3. `switch NAME` when the wanted profile, its content (profile show) or
-#      the node's active profile changed, `off` for "none";
+#      the node's active profile changed, `off` for "none" -- unless the
+#      node already is on it: a new pod (a rolling update, a restart)
+#      adopts the node's state (see "Handing the node over" below); and a
+#      change that resets links waits (see "Disruptive changes");
 #   4. `verify NAME` (the differences are logged when they change) and
 #      `conformance`: an 8-hex-digit hash when the node is in line with its
 #      active profile (exit 0), drifted (exit 1), unknown (anything else);
+#      the first verify that passes on this boot removes the node's taint
+#      (see "The taint");
 #   5. node-feature-discovery labels, written atomically (temporary file in
 #      the same directory, renamed; NFD skips hidden files) to
 #      /etc/kubernetes/node-feature-discovery/features.d/mltune:
@@ -35,29 +40,60 @@
 # corrected: whoever changed a setting may mean it (`mltunectl drift show`
 # on the node says who). A different active profile is corrected.
 #
-# Reading the label: through the API server with the pod's service account
-# (RBAC: get on nodes, nothing else) and NODE_NAME from the downward API,
-# with curl and jq from Debian. The downward API cannot expose node labels,
-# and an init container or sidecar copying them would need the same access.
+# Reading the node: through the API server with the pod's service account
+# (RBAC: get and patch on nodes) and NODE_NAME from the downward API, with
+# curl and jq from Debian. The downward API cannot expose node labels, and
+# an init container or sidecar copying them would need the same access.
 # The token is passed to curl through a file descriptor, never on its
 # command line (which every process of the node could read, hostPID), and
-# re-read each time (projected tokens rotate). Only the object's metadata is
-# asked for (PartialObjectMetadata), from the API server's cache
-# (resourceVersion=0). When the API does not answer, the last wanted profile
-# stays; the default applies only to a node the API says has no label.
+# re-read each time (projected tokens rotate). Each round reads the Node
+# from the API server's cache (resourceVersion=0): the label, whether the
+# node is cordoned (spec.unschedulable), its taints. When the API does not
+# answer, the last wanted profile stays; the default applies only to a node
+# the API says has no label.
 #
-# Pod termination (SIGTERM): with MLTUNE_OFF_ON_EXIT=true (the default),
-# `mltunectl off` returns the node to its baseline and the feature file is
-# removed: deleting the DaemonSet, or taking a node out of its node
-# affinity, leaves no tuned node behind. The price: a rolling update puts
-# each node on its baseline between the old pod's exit and the new pod's
-# switch (NIC rings and channels are reconfigured twice, thread policies
-# reset), and `off` also removes what `mltunectl persist` and `boot apply`
-# wrote on the node: on a node managed by this DaemonSet, do not manage
-# mltune by hand as well. With MLTUNE_OFF_ON_EXIT=false the node keeps its
-# profile across pod restarts and updates; label a node mltune.io/profile=none
-# to return it to its baseline before removing the DaemonSet. A command
+# Handing the node over: a pod that starts on a node already on the wanted
+# profile does not switch it. It adopts the node's state when the node's
+# record of the last switch (MLTUNE_STATE_FILE, below /run: this boot only)
+# names the same profile content, or when `verify NAME` passes; a rolling
+# update or a restarted pod so writes nothing to the node. On SIGTERM the
+# pod leaves the node as it is (MLTUNE_OFF_ON_EXIT=false, the default) and
+# keeps the feature file, whose expiry time removes the labels if no pod
+# follows. MLTUNE_OFF_ON_EXIT=true (opt-in) runs `mltunectl off` instead
+# and removes the feature file: deleting the DaemonSet then leaves no tuned
+# node behind, but every pod replacement resets the node (NIC rings and
+# channels reconfigured twice, links reset under running jobs, thread
+# policies reset), and `off` also removes what `mltunectl persist` and
+# `boot apply` wrote on the node. To return nodes to their baseline before
+# removing the DaemonSet, label them mltune.io/profile=none. A command
 # running when SIGTERM arrives is finished first (a switch is never cut).
+#
+# Disruptive changes: ring and channel changes reset a NIC's link (the
+# driver reinitialises its queues), which breaks the connections of the
+# jobs running there. Before a switch the pod asks `mltunectl nic diff
+# --profile NAME --json` what it would change on the node's NICs (for
+# "none": whether the active profile sets rings or channels, which `off`
+# restores); a ring or channel change is applied only while the node is
+# cordoned (spec.unschedulable: kubectl cordon/drain), inside
+# MLTUNE_DISRUPTIVE_WINDOW, or when the node is being brought up (its first
+# verify on this boot has not passed yet and it carries the taint below, so
+# nothing was scheduled on it since it registered). Otherwise the switch
+# waits, logged, and the pod is not ready (its node is not on the wanted
+# profile); other switches apply at once. When the pod cannot reach the
+# node's NICs (no shared network namespace) a switch leaves them alone and
+# is never disruptive.
+#
+# The taint: a node is not ready for GPU jobs until it is tuned. The pod
+# puts the taint MLTUNE_TAINT (effect NoSchedule) on its node when it
+# starts on a node whose first verify on this boot has not passed, and
+# removes it after the first `verify` that passes (for "none": once the
+# node is off). Register nodes with the taint (kubelet
+# --register-with-taints=mltune.io/unverified=:NoSchedule) so that no pod
+# lands there before the DaemonSet's; the DaemonSet tolerates it. Both are
+# merge patches of spec.taints carrying the node's resourceVersion (a
+# concurrent change makes the API server refuse it; retried next round).
+# A verified node is never tainted again on this boot: a pod replacement
+# does not take the node out of scheduling.
 #
 # Environment (defaults in brackets):
 #   NODE_NAME                    this node (downward API spec.nodeName)
@@ -69,7 +105,10 @@
 #   MLTUNE_PROFILE_DIR           site profiles, NAME.toml [/etc/mltune-k8s/profiles]
 #   MLTUNE_FEATURE_FILE          node path of the NFD feature file; empty: none
 #   MLTUNE_METRICS_FILE          node path of the .prom file; empty: none
-#   MLTUNE_OFF_ON_EXIT           run `off` on SIGTERM [true]
+#   MLTUNE_OFF_ON_EXIT           run `off` on SIGTERM [false]
+#   MLTUNE_TAINT                 NoSchedule taint key until the first verify passes [mltune.io/unverified]; empty: none
+#   MLTUNE_DISRUPTIVE_WINDOW     UTC HH:MM-HH:MM when ring/channel changes may apply uncordoned; empty: never
+#   MLTUNE_STATE_FILE            node path of the pod's record of the node [/run/mltune/daemonset.json]
 #   MLTUNE_REQUIRE_HOST_NAMESPACES  refuse to start outside the node's net and PID namespaces [true]
 #   MLTUNE_READY_FILE            exists while the node is on its profile [/tmp/mltune-ready]
 #   MLTUNE_SYSROOT [/host], MLTUNE_BIN [/usr/sbin/mltunectl]
@@ -84,7 +123,10 @@ LABEL=${MLTUNE_LABEL:-mltune.io/profile}
 PROFILE_DIR=${MLTUNE_PROFILE_DIR:-/etc/mltune-k8s/profiles}
 FEATURE_FILE=${MLTUNE_FEATURE_FILE-/etc/kubernetes/node-feature-discovery/features.d/mltune}
 METRICS_FILE=${MLTUNE_METRICS_FILE-/var/lib/prometheus/node-exporter/mltune.prom}
-OFF_ON_EXIT=${MLTUNE_OFF_ON_EXIT:-true}
+OFF_ON_EXIT=${MLTUNE_OFF_ON_EXIT:-false}
+TAINT=${MLTUNE_TAINT-mltune.io/unverified}
+WINDOW=${MLTUNE_DISRUPTIVE_WINDOW:-}
+STATE_FILE=${MLTUNE_STATE_FILE:-/run/mltune/daemonset.json}
 REQUIRE_NS=${MLTUNE_REQUIRE_HOST_NAMESPACES:-true}
 READY_FILE=${MLTUNE_READY_FILE:-/tmp/mltune-ready}
 SA_DIR=${MLTUNE_SA_DIR:-/var/run/secrets/kubernetes.io/serviceaccount}
@@ -97,6 +139,13 @@ WANT_FROM=""    # where WANT came from, for the log
 APPLIED=""      # WANT and its content hash after the last successful switch/off
 ACTIVE="none"   # the node's active profile (mltunectl active)
 CONFORMANCE=""  # HASH, drifted or unknown; empty without a profile
+NODE_JSON=""    # the Node object of the last API read ("" without the API)
+VERIFIED=0      # 1 once a verify passed on this node on this boot (the state file)
+SHARES_NET=0    # 1 when mltunectl reaches the node's NICs (its network namespace)
+DISRUPTION=""   # what makes the pending switch disruptive, for the log
+ALLOWED=""      # why a disruptive switch may go ahead now, for the log
+RECORDED_KEY="" # the node's record: the content last applied on this boot
+ADOPTING=1      # the pod's first apply: adopt a node already on its profile
 STOP=0
 declare -A SAID=()
 
@@ -128,6 +177,15 @@ preflight() {
 	[ -d "$SYSROOT/proc" ] || die "$SYSROOT/proc does not exist: mount the node's / at $SYSROOT (hostPath)"
 	[[ $INTERVAL =~ ^[1-9][0-9]*$ ]] || die "MLTUNE_INTERVAL must be a positive number of seconds, not '$INTERVAL'"
 	[[ $API_RETRIES =~ ^[1-9][0-9]*$ ]] || die "MLTUNE_API_RETRIES must be a positive number, not '$API_RETRIES'"
+	if [ -n "$WINDOW" ] && ! window_minutes >/dev/null; then
+		die "MLTUNE_DISRUPTIVE_WINDOW must be HH:MM-HH:MM (UTC), not '$WINDOW'"
+	fi
+	if [ -n "$TAINT" ] && ! [[ $TAINT =~ ^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$ ]]; then
+		die "MLTUNE_TAINT must be a taint key (such as mltune.io/unverified), not '$TAINT'"
+	fi
+	if [ "$(readlink "$SYSROOT/proc/1/ns/net" 2>/dev/null)" = "$(readlink /proc/self/ns/net)" ]; then
+		SHARES_NET=1
+	fi
 	truthy "$REQUIRE_NS" || return 0
 	for ns in net pid; do
 		[ -L "$SYSROOT/proc/1/ns/$ns" ] ||
@@ -153,10 +211,12 @@ api_server() {
 	printf 'https://%s:%s' "$host" "$port"
 }
 
-# node_label: print the value of LABEL on this node ("" when it has none);
-# exit 1 when the API server cannot tell.
-node_label() {
-	local server token
+# api METHOD PATH [BODY]: one request to the API server with the service
+# account's token; BODY (a JSON merge patch) for PATCH. The response body on
+# stdout; exit non-zero (curl's) when the server cannot be reached or
+# answers with an error.
+api() {
+	local server
 	server=$(api_server) || {
 		log "KUBERNETES_SERVICE_HOST is not set (not in a pod?): set MLTUNE_PROFILE"
 		return 1
@@ -165,13 +225,54 @@ node_label() {
 		log "NODE_NAME is not set: give it spec.nodeName (downward API)"
 		return 1
 	}
+	local token
 	token=$(<"$SA_DIR/token") || return 1
-	curl --silent --show-error --fail --max-time 10 \
-		--cacert "$SA_DIR/ca.crt" \
-		--header @<(printf 'Authorization: Bearer %s\n' "$token") \
-		--header 'Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, application/json' \
-		"$server/api/v1/nodes/$NODE_NAME?resourceVersion=0" |
-		jq -er --arg key "$LABEL" '.metadata.labels[$key] // ""'
+	if [ $# -ge 3 ]; then
+		curl --silent --show-error --fail --max-time 10 --cacert "$SA_DIR/ca.crt" \
+			--header @<(printf 'Authorization: Bearer %s\n' "$token") \
+			--header 'Accept: application/json' --header 'Content-Type: application/merge-patch+json' \
+			--request "$1" --data-binary "$3" "$server$2"
+	else
+		curl --silent --show-error --fail --max-time 10 --cacert "$SA_DIR/ca.crt" \
+			--header @<(printf 'Authorization: Bearer %s\n' "$token") \
+			--header 'Accept: application/json' --request "$1" "$server$2"
+	fi
+}
+
+# read_node [fresh]: the Node object into NODE_JSON, from the API server's
+# cache, or with "fresh" the latest (for a patch built on it); exit 1 when
+# the API server cannot tell.
+read_node() {
+	local q="?resourceVersion=0" json
+	[ "${1:-}" = fresh ] && q=""
+	json=$(api GET "/api/v1/nodes/$NODE_NAME$q") || return 1
+	jq -e '.kind == "Node" or .metadata.name != null' >/dev/null 2>&1 <<<"$json" || return 1
+	NODE_JSON=$json
+}
+node_label() { jq -r --arg key "$LABEL" '.metadata.labels[$key] // ""' <<<"$NODE_JSON"; }
+node_cordoned() { [ -n "$NODE_JSON" ] && jq -e '.spec.unschedulable == true' >/dev/null <<<"$NODE_JSON"; }
+node_tainted() {
+	[ -n "$NODE_JSON" ] && [ -n "$TAINT" ] &&
+		jq -e --arg k "$TAINT" 'any(.spec.taints[]?; .key == $k and .effect == "NoSchedule")' >/dev/null <<<"$NODE_JSON"
+}
+
+# set_taint add|remove: put the NoSchedule taint TAINT on this node, or take
+# it off: a merge patch of spec.taints (the whole list, other taints kept)
+# with the resourceVersion it was built on.
+set_taint() {
+	read_node fresh || return 1
+	if [ "$1" = add ]; then
+		node_tainted && return 0
+	else
+		node_tainted || return 0
+	fi
+	local patched
+	patched=$(api PATCH "/api/v1/nodes/$NODE_NAME" "$(jq -c --arg k "$TAINT" --arg op "$1" '
+		[.spec.taints[]? | select(.key != $k or .effect != "NoSchedule")] as $others |
+		{metadata: {resourceVersion: .metadata.resourceVersion},
+		 spec: {taints: (if $op == "add" then $others + [{key: $k, effect: "NoSchedule"}] else $others end)}}' \
+		<<<"$NODE_JSON")") || return 1
+	NODE_JSON=$patched
 }
 
 default_profile() {
@@ -188,10 +289,11 @@ desired() {
 	if [ -n "${MLTUNE_PROFILE:-}" ]; then
 		want=$MLTUNE_PROFILE from="MLTUNE_PROFILE"
 	else
-		want=$(node_label) || {
-			log "cannot read label $LABEL of node ${NODE_NAME:-?} from the API server"
+		read_node || {
+			log "cannot read node ${NODE_NAME:-?} (label $LABEL) from the API server"
 			return 1
 		}
+		want=$(node_label)
 		from="node label $LABEL"
 		if [ -z "$want" ]; then
 			want=$(default_profile)
@@ -252,9 +354,118 @@ read_active() {
 	ACTIVE=${a:-unknown}
 }
 
+# ---- the node's record: what this DaemonSet did on this boot ---------------
+# MLTUNE_STATE_FILE on the node (below /run: gone with a reboot, and keyed
+# to the boot ID besides): the profile content last switched to or adopted,
+# and whether a verify has passed. A new pod reads it to adopt the node and
+# to know whether the node still needs its taint.
+
+boot_id() { tr -d '\n' <"$SYSROOT/proc/sys/kernel/random/boot_id" 2>/dev/null; }
+load_state() {
+	local json
+	json=$(cat "$SYSROOT$STATE_FILE" 2>/dev/null) || return 0
+	[ "$(jq -r '.boot_id // ""' 2>/dev/null <<<"$json")" = "$(boot_id)" ] || return 0
+	RECORDED_KEY=$(jq -r '.key // ""' <<<"$json")
+	if jq -e '.verified == true' >/dev/null 2>&1 <<<"$json"; then
+		VERIFIED=1
+	fi
+	log "the node's record ($STATE_FILE): ${RECORDED_KEY%% *} applied on this boot, verified: $([ "$VERIFIED" = 1 ] && echo yes || echo no)"
+}
+save_state() {
+	jq -n --arg b "$(boot_id)" --arg k "$RECORDED_KEY" --argjson v "$([ "$VERIFIED" = 1 ] && echo true || echo false)" \
+		'{boot_id: $b, key: $k, verified: $v}' | write_file_atomic "$SYSROOT$STATE_FILE" ||
+		say_once state "cannot write $STATE_FILE on the node"
+}
+
+# ---- disruptive changes ---------------------------------------------------
+
+# window_minutes: MLTUNE_DISRUPTIVE_WINDOW as "START END", minutes after
+# 00:00 UTC; exit 1 when it is not HH:MM-HH:MM.
+window_minutes() {
+	local a b
+	[[ $WINDOW =~ ^([01][0-9]|2[0-3]):([0-5][0-9])-(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$ ]] || return 1
+	a=$((10#${BASH_REMATCH[1]} * 60 + 10#${BASH_REMATCH[2]}))
+	b=${BASH_REMATCH[3]}
+	echo "$a $((10#${b%%:*} * 60 + 10#${b##*:}))"
+}
+in_window() {
+	local se start end now
+	[ -n "$WINDOW" ] && se=$(window_minutes) || return 1
+	read -r start end <<<"$se"
+	now=$((10#$(date -u +%H) * 60 + 10#$(date -u +%M)))
+	if [ "$start" -le "$end" ]; then
+		[ "$now" -ge "$start" ] && [ "$now" -lt "$end" ]
+	else
+		[ "$now" -ge "$start" ] || [ "$now" -lt "$end" ]
+	fi
+}
+
+# disruptive: whether bringing the node to WANT resets NIC links: a ring or
+# channel change that `nic diff` plans, or `off` while the active profile
+# sets rings or channels (off restores them). DISRUPTION says which; a diff
+# that fails counts as disruptive (unknown). Never when mltunectl cannot
+# reach the node's NICs: the switch leaves them alone then.
+disruptive() {
+	local out rc
+	DISRUPTION=""
+	[ "$SHARES_NET" = 1 ] || return 1
+	if [ "$WANT" = none ]; then
+		case $ACTIVE in none | unknown) return 1 ;; esac
+		out=$(mlt --json profile show "$ACTIVE" 2>/dev/null) || {
+			DISRUPTION="profile $ACTIVE cannot be read, so what off restores is unknown"
+			return 0
+		}
+		DISRUPTION=$(jq -r '[.nic[]? | .key | select(test("(^|[ .])(rings|channels)\\."))] | unique | join(", ")' <<<"$out" 2>/dev/null)
+		[ -n "$DISRUPTION" ] || return 1
+		DISRUPTION="off restores what $ACTIVE set: $DISRUPTION"
+		return 0
+	fi
+	out=$(mlt --json nic diff --profile "$WANT" 2>/dev/null)
+	rc=$?
+	case $rc in
+	0) return 1 ;;
+	1)
+		DISRUPTION=$(jq -r '[.changes[]? | select(.setting | test("^(rings|channels)\\.")) |
+			"\(.interface) \(.setting) \(.from) -> \(.to)"] | join(", ")' <<<"$out" 2>/dev/null) || {
+			DISRUPTION="nic diff printed no JSON, so whether links reset is unknown"
+			return 0
+		}
+		[ -n "$DISRUPTION" ]
+		;;
+	*)
+		DISRUPTION="mltunectl nic diff --profile $WANT failed (exit $rc), so whether links reset is unknown"
+		return 0
+		;;
+	esac
+}
+
+# disruption_allowed: a disruptive switch may go ahead now; ALLOWED says why.
+disruption_allowed() {
+	ALLOWED=""
+	if node_cordoned; then
+		ALLOWED="node $NODE_NAME is cordoned"
+	elif in_window; then
+		ALLOWED="inside the window $WINDOW UTC"
+	elif [ "$VERIFIED" = 0 ] && { node_tainted || [ -n "${MLTUNE_PROFILE:-}" ]; }; then
+		ALLOWED="the node is being brought up (no verify passed on this boot${TAINT:+, tainted $TAINT})"
+	fi
+	[ -n "$ALLOWED" ]
+}
+
+# ---- switching ------------------------------------------------------------
+
+# set_applied KEY: the node is on WANT (KEY: its content), recorded.
+set_applied() {
+	APPLIED=$1
+	RECORDED_KEY=$1
+	SAID[apply]=""
+	: >"$READY_FILE" 2>/dev/null
+	save_state
+}
+
 # apply: bring the node to WANT when needed.
 apply() {
-	local key out rc
+	local key out rc how=""
 	if [ "$WANT" = none ]; then
 		key=none
 	else
@@ -263,6 +474,30 @@ apply() {
 	read_active
 	if [ "$key" = "$APPLIED" ] && [ "$ACTIVE" = "$WANT" ]; then
 		return 0
+	fi
+	# A new pod on a node already on WANT: hand-over, no switch.
+	if [ "$ADOPTING" = 1 ] && [ "$ACTIVE" = "$WANT" ]; then
+		if [ "$WANT" = none ]; then
+			how="no profile is active"
+		elif [ "$RECORDED_KEY" = "$key" ]; then
+			how="the node's record names this content"
+		elif mlt verify "$WANT" >/dev/null 2>&1; then
+			how="verify $WANT passes"
+		fi
+	fi
+	ADOPTING=0
+	if [ -n "$how" ]; then
+		log "adopted the node's state: $WANT is active and $how; nothing switched ($WANT_FROM)"
+		set_applied "$key"
+		return 0
+	fi
+	if disruptive; then
+		if ! disruption_allowed; then
+			say_once apply "switch to $WANT waits: it would reset NIC links ($DISRUPTION); it is applied once node ${NODE_NAME:-?} is cordoned${WINDOW:+ or inside the window $WINDOW UTC}"
+			rm -f "$READY_FILE"
+			return 0
+		fi
+		log "switch to $WANT resets NIC links ($DISRUPTION): going ahead, $ALLOWED"
 	fi
 	if [ "$WANT" = none ]; then
 		out=$(mlt off 2>&1)
@@ -273,9 +508,7 @@ apply() {
 	if [ "$rc" = 0 ]; then
 		log "node switched to $WANT ($WANT_FROM):"
 		printf '%s\n' "$out" | sed 's/^/  /' >&2
-		APPLIED=$key
-		SAID[apply]=""
-		: >"$READY_FILE" 2>/dev/null
+		set_applied "$key"
 	else
 		# Logged once per distinct failure; retried every round.
 		say_once apply "switching to $WANT failed (exit $rc), retrying every ${INTERVAL}s: $out"
@@ -285,10 +518,44 @@ apply() {
 	read_active
 }
 
+# ---- the taint ------------------------------------------------------------
+
+# taint_until_verified: a node without a passed verify on this boot gets the
+# taint (once; retried each round while the API refuses).
+taint_until_verified() {
+	[ -n "$TAINT" ] && [ -n "$NODE_JSON" ] && [ "$VERIFIED" = 0 ] || return 0
+	node_tainted && return 0
+	if set_taint add; then
+		log "tainted node $NODE_NAME $TAINT:NoSchedule until its first verify passes"
+		SAID[taint]=""
+	else
+		say_once taint "cannot put the taint $TAINT on node $NODE_NAME (RBAC: patch on nodes); retrying every ${INTERVAL}s"
+	fi
+}
+
+# verified: a verify passed (for "none": the node is off). The first one on
+# this boot is recorded; the taint comes off.
+verified() {
+	if [ "$VERIFIED" = 0 ]; then
+		VERIFIED=1
+		save_state
+	fi
+	[ -n "$TAINT" ] && node_tainted || return 0
+	if set_taint remove; then
+		log "verify passed: removed the taint $TAINT from node $NODE_NAME"
+		SAID[untaint]=""
+	else
+		say_once untaint "cannot remove the taint $TAINT from node $NODE_NAME; retrying every ${INTERVAL}s"
+	fi
+}
+
 check() {
 	local out rc
 	CONFORMANCE=""
-	[ "$WANT" = none ] && [ "$ACTIVE" = none ] && return 0
+	if [ "$WANT" = none ] && [ "$ACTIVE" = none ]; then
+		verified
+		return 0
+	fi
 	if [ "$WANT" != none ]; then
 		out=$(mlt verify "$WANT" 2>&1)
 		rc=$?
@@ -296,6 +563,9 @@ check() {
 		0) say_once verify "verify $WANT: the node matches" ;;
 		*) say_once verify "verify $WANT (exit $rc): $out" ;;
 		esac
+		if [ "$rc" = 0 ] && [ "$ACTIVE" = "$WANT" ]; then
+			verified
+		fi
 	fi
 	out=$(mlt conformance 2>/dev/null)
 	rc=$?
@@ -357,11 +627,15 @@ shutdown() {
 		rc=$?
 		log "SIGTERM: mltunectl off (exit $rc):"
 		printf '%s\n' "$out" | sed 's/^/  /' >&2
+		# The node is untuned: the next pod taints it until its verify.
+		rm -f "$SYSROOT$STATE_FILE"
+		if [ -n "$FEATURE_FILE" ]; then
+			rm -f "$SYSROOT$FEATURE_FILE"
+		fi
 	else
-		log "SIGTERM: leaving the node on its profile (MLTUNE_OFF_ON_EXIT=$OFF_ON_EXIT)"
-	fi
-	if [ -n "$FEATURE_FILE" ]; then
-		rm -f "$SYSROOT$FEATURE_FILE"
+		# Handed over: the next pod adopts the node; the labels stay until
+		# it rewrites them (or expire, when no pod follows).
+		log "SIGTERM: leaving the node as it is for the next pod (MLTUNE_OFF_ON_EXIT=$OFF_ON_EXIT)"
 	fi
 	write_metrics
 	exit "$rc"
@@ -373,6 +647,7 @@ main() {
 	trap 'STOP=1' TERM INT
 	rm -f "$READY_FILE"
 	log "container mode: mltunectl --sysroot $SYSROOT, node ${NODE_NAME:-?}, every ${INTERVAL}s"
+	load_state
 	while [ "$STOP" = 0 ]; do
 		if desired; then
 			failures=0
@@ -383,6 +658,7 @@ main() {
 			fi
 		fi
 		if [ -n "$WANT" ] && [ "$STOP" = 0 ]; then
+			taint_until_verified
 			sync_profiles
 			apply
 			check

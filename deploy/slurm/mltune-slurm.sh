@@ -23,8 +23,18 @@
 #                                   the default profile (default), or on
 #                                   whatever is active (keep)
 #   MLTUNE_SLURM_DRAIN=1            drain the node with the reason when a
-#                                   switch fails (0: only exit non-zero;
-#                                   Slurm then drains it as "Prolog error")
+#                                   switch or verify fails (0: only exit
+#                                   non-zero; Slurm then drains it as
+#                                   "Prolog error")
+#   MLTUNE_SLURM_CONFLICT=requeue   a job that asks for another profile
+#                                   than the jobs running on the node (a
+#                                   shared node): refused, never a drain;
+#                                   requeue (pending again, retried after
+#                                   Slurm's requeue delay), hold (requeued
+#                                   and held until 'scontrol release') or
+#                                   cancel; a job that cannot be requeued
+#                                   (not a batch job, --no-requeue) is
+#                                   cancelled
 #   MLTUNE_SLURM_PERSIST=1          node-features MLTUNE_P also makes P the
 #                                   boot profile (mltunectl persist), as
 #                                   node_features/helpers reboots the node
@@ -74,23 +84,29 @@ mlt_node() {
 	if [ -n "${SLURMD_NODENAME:-}" ]; then echo "$SLURMD_NODENAME"; else hostname -s 2>/dev/null || uname -n; fi
 }
 
-# The active profile ("" when none): the top-level "profile" of
-# 'mltunectl --json active' (null when no profile is active).
-mlt_active() {
-	"$MLT_CTL" --json active 2>/dev/null |
-		sed -n 's/^ \{0,2\}"profile": *"\([^"]*\)",\{0,1\} *$/\1/p' | head -n 1
+# mlt_timeout SECONDS CMD...: CMD, killed after SECONDS where timeout(1)
+# exists (a Slurm command must not hang a prolog until PrologEpilogTimeout).
+mlt_timeout() {
+	_secs=$1; shift
+	if command -v timeout >/dev/null 2>&1; then timeout "$_secs" "$@"; else "$@"; fi
 }
 
-# The default profile: MLTUNE_SLURM_DEFAULT_PROFILE, else the 'profile' key
-# of the node configuration (before its first table), else training.
+# The active profile ("" when none), as mltunectl prints that field of
+# 'active --json' (no JSON is parsed here). Exit 1 when mltunectl fails.
+mlt_active() {
+	"$MLT_CTL" active --field profile 2>/dev/null
+}
+
+# The default profile: MLTUNE_SLURM_DEFAULT_PROFILE, else the 'profile' of
+# the node configuration as mltunectl reads it (config show --field
+# profile), else training.
 mlt_default_profile() {
 	if [ -n "${MLTUNE_SLURM_DEFAULT_PROFILE:-}" ]; then
 		echo "$MLTUNE_SLURM_DEFAULT_PROFILE"; return
 	fi
 	_p=""
 	if [ -r "$MLT_NODE_CONFIG" ]; then
-		_p=$(sed -n '/^[[:space:]]*\[/q; s/^[[:space:]]*profile[[:space:]]*=[[:space:]]*"\([^"]*\)".*$/\1/p' \
-			"$MLT_NODE_CONFIG" | head -n 1)
+		_p=$("$MLT_CTL" config show -c "$MLT_NODE_CONFIG" --field profile 2>/dev/null)
 	fi
 	echo "${_p:-training}"
 }
@@ -147,19 +163,80 @@ mlt_drain() {
 	_reason="mltune: $1"
 	[ "${MLTUNE_SLURM_DRAIN:-1}" = 1 ] || { mlt_log err "$_reason (not drained: MLTUNE_SLURM_DRAIN=0)"; return 0; }
 	_node=$(mlt_node)
-	if command -v timeout >/dev/null 2>&1; then _to="timeout 60"; else _to=""; fi
-	if $_to scontrol update nodename="$_node" state=drain reason="$_reason" >/dev/null 2>&1; then
+	if mlt_timeout 60 scontrol update nodename="$_node" state=drain reason="$_reason" >/dev/null 2>&1; then
 		mlt_log err "drained $_node: $_reason"
 	else
 		mlt_log err "could not drain $_node (scontrol failed): $_reason"
 	fi
 }
 
+# mlt_refuse JOBID REASON: the job cannot run here now (it asks for
+# another profile than the jobs running on this shared node), which says
+# nothing about the node: it is not drained. REASON goes where the job's
+# owner looks (a line in the job's output file, written as the owner, and
+# the job's AdminComment), then MLTUNE_SLURM_CONFLICT says what happens to
+# the job: requeue (default), hold or cancel. Returns 1 only when Slurm
+# took none of these (the caller must not let the job start then).
+mlt_refuse() {
+	_job=$1 _why="mltune: $2"
+	_policy=${MLTUNE_SLURM_CONFLICT:-requeue}
+	case $_policy in
+	requeue|hold|cancel) ;;
+	*) mlt_log warning "MLTUNE_SLURM_CONFLICT=$_policy is not requeue, hold or cancel: using requeue"; _policy=requeue ;;
+	esac
+	case $_policy in
+	requeue) _what="the job is requeued" ;;
+	hold) _what="the job is requeued and held (scontrol release $_job)" ;;
+	cancel) _what="the job is cancelled" ;;
+	esac
+	mlt_tell_job "$_job" "$_why; $_what (mltune prolog on $(mlt_node), MLTUNE_SLURM_CONFLICT=$_policy)"
+	mlt_timeout 60 scontrol update jobid="$_job" admincomment="$_why" >/dev/null 2>&1 ||
+		mlt_log warning "job $_job: could not set its AdminComment"
+	_did=""
+	case $_policy in
+	requeue) mlt_timeout 60 scontrol requeue "$_job" >/dev/null 2>&1 && _did=requeued ;;
+	hold) mlt_timeout 60 scontrol requeuehold "$_job" >/dev/null 2>&1 && _did="requeued and held" ;;
+	esac
+	# Not requeueable (an salloc/srun job, --no-requeue, JobRequeue=0), or
+	# the policy says so.
+	if [ -z "$_did" ] && mlt_timeout 60 scancel "$_job" >/dev/null 2>&1; then
+		_did=cancelled
+	fi
+	if [ -z "$_did" ]; then
+		mlt_log err "job $_job refused, but Slurm neither requeued nor cancelled it: $_why"
+		return 1
+	fi
+	mlt_log notice "job $_job $_did (MLTUNE_SLURM_CONFLICT=$_policy): $2"
+	return 0
+}
+
+# mlt_tell_job JOBID LINE: LINE at the end of the job's output file
+# (squeue's StdOut, Slurm's patterns expanded), written as the job's owner
+# (SLURM_JOB_UID/SLURM_JOB_GID of the prolog's environment), so that a
+# user's symlink there cannot make root write elsewhere and the file stays
+# the user's. Nothing when the path or the owner is unknown.
+mlt_tell_job() {
+	_uid=${SLURM_JOB_UID:-} _gid=${SLURM_JOB_GID:-}
+	[ -n "$_uid" ] || return 0
+	[ -n "$_gid" ] || _gid=$(id -g "$_uid" 2>/dev/null) || return 0
+	_path=$(mlt_timeout 30 squeue -h -j "$1" -O 'STDOUT:4096' 2>/dev/null | sed 's/[[:space:]]*$//' | head -n 1)
+	# An absolute path with Slurm's patterns expanded (a '%' left: unknown).
+	case $_path in *%*) return 0 ;; /*) ;; *) return 0 ;; esac
+	command -v setpriv >/dev/null 2>&1 || return 0
+	# shellcheck disable=SC2016 # expanded by the inner shell, as the owner
+	setpriv --reuid="$_uid" --regid="$_gid" --clear-groups -- \
+		sh -c 'printf "%s\n" "$1" >>"$2"' sh "$2" "$_path" 2>/dev/null ||
+		mlt_log warning "job $1: could not write to its output file $_path"
+}
+
 # ---- which jobs run here on which profile -------------------------------
 # A node runs its jobs on one profile. $MLT_STATE/job.ID holds the profile
 # of each job whose prolog succeeded here ("-" when it asked for none);
-# the epilog removes it. /run is cleared by a reboot, so no record outlives
-# the jobs of a boot. Prologs and epilogs of one node take $MLT_STATE/lock.
+# the epilog removes it. A record whose epilog never ran (slurmd restarted,
+# the epilog killed by PrologEpilogTimeout) is dropped by the next prolog or
+# epilog, which compares the records with the jobs Slurm has on the node
+# (mlt_reconcile); /run is cleared by a reboot. Prologs and epilogs of one
+# node take $MLT_STATE/lock.
 
 mlt_state_init() { mkdir -p "$MLT_STATE" 2>/dev/null && chmod 0755 "$MLT_STATE" 2>/dev/null; :; }
 
@@ -178,6 +255,32 @@ mlt_locked() {
 
 # mlt_record JOBID PROFILE: job JOBID runs here on PROFILE ("-": any).
 mlt_record() { [ -z "$1" ] || echo "$2" >"$MLT_STATE/job.$1" 2>/dev/null || :; }
+
+# The jobs Slurm has on this node, one id a line: configuring (in their
+# prolog), running, suspended or stopped. A completing job (its processes
+# ended or being killed, its epilog pending) holds the node's profile no
+# longer. Exit 1 when squeue cannot answer.
+mlt_slurm_jobs() {
+	mlt_timeout 30 squeue -h -w "$(mlt_node)" -t CONFIGURING,RUNNING,SUSPENDED,STOPPED -o %A
+}
+
+# mlt_reconcile: drop the record of every job Slurm does not have on this
+# node any more. When squeue fails, the records stay (logged): a record
+# too many refuses a job, one too few would switch the node under a job.
+mlt_reconcile() {
+	set -- "$MLT_STATE"/job.*
+	[ -f "$1" ] || return 0
+	if ! _jobs=$(mlt_slurm_jobs 2>/dev/null); then
+		mlt_log warning "squeue failed: the job records in $MLT_STATE were not compared with Slurm's jobs"
+		return 0
+	fi
+	for _f in "$@"; do
+		_id=${_f##*/job.}
+		printf '%s\n' "$_jobs" | grep -qx -- "$_id" && continue
+		rm -f "$_f"
+		mlt_log notice "job $_id: Slurm has no such job on $(mlt_node) any more (its epilog did not run here): record removed"
+	done
+}
 
 # The records of other jobs than $1: "JOBID PROFILE" lines.
 mlt_other_jobs() {

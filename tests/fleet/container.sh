@@ -42,29 +42,8 @@ unchanged() {
 	fi
 }
 
-# ctr [UNSHARE-OPTIONS] -- CMD...: CMD in a container: a mount namespace
-# whose root is a tmpfs with the guest's /usr and /etc bound read-only (the
-# image), a proc of the container's PID namespace, a read-only sysfs (as a
-# container runtime mounts them), and the node at /host.
-ctr() {
-	opts=""
-	while [ "$1" != -- ]; do opts="$opts $1"; shift; done
-	shift
-	# shellcheck disable=SC2086
-	unshare -m --propagation private $opts sh -ec '
-		C=$1; shift
-		mkdir -p $C && mount -t tmpfs ctr $C
-		for d in usr etc; do
-			mkdir -p $C/$d && mount --rbind /$d $C/$d && mount -o remount,bind,ro $C/$d
-		done
-		for l in bin sbin lib lib64; do ln -s usr/$l $C/$l; done
-		mkdir -p $C/host $C/proc $C/sys $C/dev $C/tmp $C/run
-		mount --rbind / $C/host
-		mount -t proc proc $C/proc
-		mount -t sysfs -o ro sysfs $C/sys
-		mount --rbind /dev $C/dev
-		exec chroot $C "$@"' sh "$C" "$@"
-}
+# ctr [UNSHARE-OPTIONS] -- CMD...: CMD in a container (tests/fleet/ctr.sh).
+. "$(dirname "$0")/ctr.sh"
 
 $M off >/dev/null 2>&1
 snapshot >$T/before

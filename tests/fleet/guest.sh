@@ -1,12 +1,14 @@
 #!/bin/sh
 # The guest side of make fleet-test (tests/fleet/run), one boot of the
 # Debian guest: container mode first (it compares the node with its state
-# before any part ran), then Slurm, then the host's Ansible run over ssh.
+# before any part ran), then the DaemonSet's entrypoint on the real NICs,
+# then Slurm, then the host's Ansible run over ssh.
 # Exit 0 only when every part passed.
 . /root/fleet/lib.sh
 rc=0
 mltunectl off >/dev/null 2>&1
 sh /root/fleet/container.sh || rc=1
+sh /root/fleet/k8s-node.sh || rc=1
 sh /root/fleet/slurm.sh || rc=1
 # The host's Ansible run reaches this guest over ssh (tests/vm/debian
 # forwards 127.0.0.1:$VM_SSH_PORT in the VM's network namespace to port 22

@@ -25,10 +25,13 @@
 #   of the ConfigMap (`mltunectl profile check`), the Containerfile (a lint of
 #   our own) and the entrypoint (bash -n, shellcheck).
 # - The entrypoint itself, against a fake node (tests/fixtures, with the knob
-#   files of the profiles) and a fake API server (python3): profile from the
-#   node label, from the default, kept while the API fails; site profiles
-#   installed; switch, verify, `conformance`, NFD feature file, metrics,
-#   drift reported, and `off` on SIGTERM.
+#   files of the profiles) and a fake API server (tests/fleet/fake-kube-api.py):
+#   profile from the node label, from the default, kept while the API fails;
+#   site profiles installed; switch, verify, `conformance`, NFD feature file,
+#   metrics, drift reported; the NoSchedule taint until the first verify
+#   passes; `off` on SIGTERM only when asked for, else the node handed over,
+#   and the next pod adopting it without a switch. (NIC ring and channel
+#   changes need real NICs: tests/fleet/k8s-node.sh in the guest.)
 # Prints TAP lines ("ok N - ..." / "not ok N - ...", diagnostics as "# ...");
 # exits 0 only when every check passed. Runs as root; needs node and npm,
 # python3, jq, curl, and apt-get/dpkg-deb when kubernetes-client is not
@@ -314,12 +317,16 @@ daemonset_policy() {
 		  ($c.resources.requests.cpu != null and $c.resources.requests.memory != null),
 		  ($c.resources.limits.cpu != null and $c.resources.limits.memory != null),
 		  ([$c.env[] | select(.name == "NODE_NAME")][0].valueFrom.fieldRef.fieldPath == "spec.nodeName"),
+		  ([$c.env[] | select(.name == "MLTUNE_OFF_ON_EXIT")][0].value == "false"),
+		  ([$c.env[] | select(.name == "MLTUNE_TAINT")][0].value == "mltune.io/unverified"),
+		  any($p.tolerations[]; .key == "mltune.io/unverified" and .operator == "Exists" and .effect == "NoSchedule"),
 		  ($c.image | test(":latest$") | not),
 		  ($p.serviceAccountName == "mltune") ] | all' "$T/ds.json" >/dev/null || {
 		echo "the DaemonSet lacks one of: hostNetwork, hostPID, system-node-critical, RollingUpdate,"
 		echo "privileged false, allowPrivilegeEscalation false, readOnlyRootFilesystem, seccomp RuntimeDefault,"
 		echo "drop ALL, add exactly $CAPS_WANTED, / at /host with HostToContainer, requests and limits,"
-		echo "NODE_NAME from spec.nodeName, a non-latest image, serviceAccountName mltune"
+		echo "NODE_NAME from spec.nodeName, MLTUNE_OFF_ON_EXIT false (hand-over), MLTUNE_TAINT mltune.io/unverified"
+		echo "and its toleration, a non-latest image, serviceAccountName mltune"
 		jq '.[0].spec.template.spec.containers[0].securityContext' "$T/ds.json"
 		return 1
 	}
@@ -330,14 +337,14 @@ daemonset_policy() {
 		{ prev = $0 }
 		END { exit bad }' "$K8S/daemonset.yaml"
 }
-check "DaemonSet: host namespaces, / at /host (HostToContainer), no privileged, drop ALL + $CAPS_WANTED each with its reason, critical priority, rolling update, resources" daemonset_policy
+check "DaemonSet: host namespaces, / at /host (HostToContainer), no privileged, drop ALL + $CAPS_WANTED each with its reason, critical priority, rolling update, resources, hand-over on exit, the taint and its toleration" daemonset_policy
 
 rbac_least() {
 	to_json "$K8S/rbac.yaml" >"$T/rbac.json" || return 1
 	if ! jq -e '[.[] | select(.kind == "ClusterRole")] as $r | ($r | length) == 1 and
-		$r[0].rules == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]' "$T/rbac.json" >/dev/null ||
+		$r[0].rules == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]' "$T/rbac.json" >/dev/null ||
 		! jq -e '[.[] | select(.kind == "ClusterRoleBinding")][0] |
-			.roleRef.name == "mltune-node-reader" and .subjects == [{"kind": "ServiceAccount", "name": "mltune", "namespace": "mltune-system"}]' \
+			.roleRef.name == "mltune-node-tainter" and .subjects == [{"kind": "ServiceAccount", "name": "mltune", "namespace": "mltune-system"}]' \
 			"$T/rbac.json" >/dev/null; then
 		jq . "$T/rbac.json"
 		return 1
@@ -345,7 +352,7 @@ rbac_least() {
 	# No other RBAC object anywhere.
 	! grep -l '^kind: \(Role\|RoleBinding\)$' "${MANIFESTS[@]}"
 }
-check "RBAC: get on nodes only, bound to the mltune service account" rbac_least
+check "RBAC: get and patch (the taint) on nodes only, bound to the mltune service account" rbac_least
 
 labels_everywhere() {
 	local f bad=0
@@ -550,9 +557,50 @@ ep_off() {
 	cat "$T/ep1.log"
 	return 1
 }
+# The fake API server's node (tests/fleet/fake-kube-api.py).
+NODE_JSON_FILE=$T/api/node.json
+# api_edit FILTER: the node changed by the jq FILTER, as an edit through the
+# API would (resourceVersion bumped).
+api_edit() {
+	jq "$1 | .metadata.resourceVersion = (.metadata.resourceVersion | tonumber + 1 | tostring)" \
+		"$NODE_JSON_FILE" >"$T/api/.edit" && mv "$T/api/.edit" "$NODE_JSON_FILE"
+}
+api_tainted() { jq -e 'any(.spec.taints[]?; .key == "mltune.io/unverified" and .effect == "NoSchedule")' "$NODE_JSON_FILE" >/dev/null; }
+api_untainted() { ! api_tainted; }
+# requests_since N PATTERN: a request after the first N matches PATTERN.
+requests_since() { tail -n +"$(($1 + 1))" "$T/api/requests" | grep -q -- "$2"; }
+request_count() { wc -l <"$T/api/requests"; }
+ep_log_has() { grep -q -- "$2" "$1"; }
+
+# The taint: a node whose first verify has not passed gets it at once, and
+# keeps it while the switch fails (a knob file the node cannot write).
+ep_tainted_while_failing() {
+	local n
+	wait_for 20 api_tainted && wait_for 20 ep_log_has "$T/ep2.log" "switching to stuck failed" &&
+		[ ! -e "$T/ready" ] && n=$(request_count) &&
+		wait_for 20 requests_since "$n" "^GET " && wait_for 20 requests_since "$((n + 1))" "^GET " &&
+		api_tainted && grep -q "^PATCH /api/v1/nodes/gpu-node-1|Bearer k8s-test-token|.*|application/merge-patch+json|.*\"resourceVersion\"" \
+		"$T/api/requests" && return 0
+	cat "$T/ep2.log"
+	cat "$NODE_JSON_FILE"
+	tail -n 5 "$T/api/requests"
+	return 1
+}
+ep_untainted_after_verify() {
+	local verified removed
+	wait_for 30 api_untainted && [ -e "$T/ready" ] &&
+		verified=$(grep -n "verify stuck: the node matches" "$T/ep2.log" | head -n 1 | cut -d: -f1) &&
+		removed=$(grep -n "removed the taint mltune.io/unverified" "$T/ep2.log" | head -n 1 | cut -d: -f1) &&
+		[ -n "$verified" ] && [ -n "$removed" ] && [ "$verified" -lt "$removed" ] &&
+		jq -e '.verified == true' "$FIX/run/mltune/daemonset.json" >/dev/null && return 0
+	cat "$T/ep2.log"
+	cat "$NODE_JSON_FILE"
+	return 1
+}
 ep_label() {
 	wait_for 20 feature "mltune.io/active-profile=inference" && [ "$(knob vm/swappiness)" = 0 ] &&
-		grep -q "Bearer k8s-test-token|application/json;as=PartialObjectMetadata" "$T/api/requests" && return 0
+		grep -q "^GET /api/v1/nodes/gpu-node-1?resourceVersion=0|Bearer k8s-test-token|application/json|" \
+			"$T/api/requests" && return 0
 	cat "$T/ep2.log"
 	tail -n 3 "$T/api/requests"
 	return 1
@@ -563,56 +611,51 @@ ep_default() {
 	return 1
 }
 ep_api_down() {
-	feature "mltune.io/active-profile=site-training" && grep -q "cannot read label" "$T/ep2.log" && return 0
+	wait_for 20 ep_log_has "$T/ep2.log" "cannot read node gpu-node-1" &&
+		feature "mltune.io/active-profile=site-training" && [ "$(knob vm/dirty_ratio)" = 20 ] && return 0
 	cat "$T/ep2.log"
 	return 1
 }
 ep_keep() {
-	stop_ep && [ "$(knob vm/dirty_ratio)" = 20 ] && [ ! -e "$FEAT" ] &&
-		grep -q "leaving the node on its profile" "$T/ep2.log" && return 0
+	stop_ep && [ "$(knob vm/dirty_ratio)" = 20 ] && feature "mltune.io/active-profile=site-training" &&
+		grep -q "leaving the node as it is for the next pod (MLTUNE_OFF_ON_EXIT=false)" "$T/ep2.log" && return 0
 	cat "$T/ep2.log"
 	return 1
 }
+# A new pod (a rolling update) adopts the node: no switch, no taint, ready.
+ep_adopted() {
+	wait_for 20 test -e "$T/ready" &&
+		grep -q "adopted the node's state: site-training is active and the node's record names this content" "$T/ep3.log" &&
+		! grep -q "node switched" "$T/ep3.log" && ! requests_since "$REQ3" "^PATCH " && api_untainted &&
+		wait_for 20 feature "mltune.io/conformance=[0-9a-f]\{8\}" && return 0
+	cat "$T/ep3.log"
+	tail -n 5 "$T/api/requests"
+	return 1
+}
+ep_handover_twice() {
+	stop_ep && [ "$(knob vm/dirty_ratio)" = 20 ] && grep -q "leaving the node as it is" "$T/ep3.log" && return 0
+	cat "$T/ep3.log"
+	return 1
+}
 
-# A fake API server: GET /api/v1/nodes/gpu-node-1 with the service account's
-# token; $T/api/mode says "label PROFILE", "nolabel" or "error" (500).
+# The fake API server (tests/fleet/fake-kube-api.py): node gpu-node-1,
+# labelled mltune.io/profile=stuck, untainted; token k8s-test-token.
 start_api() {
 	mkdir -p "$T/api/sa" || return 1
 	printf 'k8s-test-token' >"$T/api/sa/token"
+	cp "$T/api/sa/token" "$T/api/token"
 	: >"$T/api/sa/ca.crt"
-	echo "label inference" >"$T/api/mode"
-	cat >"$T/api/server.py" <<-'EOF'
-		import http.server, json, os, sys
-		d = sys.argv[1]
-		class H(http.server.BaseHTTPRequestHandler):
-		    def do_GET(self):
-		        mode = open(os.path.join(d, "mode")).read().split()
-		        with open(os.path.join(d, "requests"), "a") as f:
-		            f.write("%s %s|%s\n" % (self.path, self.headers.get("Authorization"), self.headers.get("Accept")))
-		        if self.headers.get("Authorization") != "Bearer k8s-test-token":
-		            return self.send_error(401)
-		        if not self.path.startswith("/api/v1/nodes/gpu-node-1?") or mode[0] == "error":
-		            return self.send_error(500 if mode[0] == "error" else 404)
-		        labels = {"kubernetes.io/hostname": "gpu-node-1"}
-		        if mode[0] == "label":
-		            labels["mltune.io/profile"] = mode[1]
-		        body = json.dumps({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-		                           "metadata": {"name": "gpu-node-1", "labels": labels}}).encode()
-		        self.send_response(200)
-		        self.send_header("Content-Type", "application/json")
-		        self.send_header("Content-Length", str(len(body)))
-		        self.end_headers()
-		        self.wfile.write(body)
-		    def log_message(self, *a):
-		        pass
-		s = http.server.HTTPServer(("127.0.0.1", 0), H)
-		open(os.path.join(d, "port.tmp"), "w").write(str(s.server_port))
-		os.rename(os.path.join(d, "port.tmp"), os.path.join(d, "port"))
-		s.serve_forever()
-	EOF
-	python3 "$T/api/server.py" "$T/api" &
+	jq -n '{kind: "Node", apiVersion: "v1",
+		metadata: {name: "gpu-node-1", resourceVersion: "1",
+			labels: {"kubernetes.io/hostname": "gpu-node-1", "mltune.io/profile": "stuck"}},
+		spec: {}}' >"$NODE_JSON_FILE" || return 1
+	python3 "$ROOT/tests/fleet/fake-kube-api.py" "$T/api" &
 	PIDS+=("$!")
 	wait_for 10 test -s "$T/api/port"
+}
+api_env() {
+	echo NODE_NAME=gpu-node-1 MLTUNE_API_SERVER="http://127.0.0.1:$(cat "$T/api/port")" \
+		MLTUNE_SA_DIR="$T/api/sa" MLTUNE_DEFAULT_PROFILE_FILE="$T/api/default-profile"
 }
 
 # expect_refusal SYSROOT PATTERN: the entrypoint exits 1 at once, saying PATTERN.
@@ -623,6 +666,15 @@ expect_refusal() {
 	rc=$?
 	cat "$T/refusal"
 	[ "$rc" = 1 ] && grep -q -- "$2" "$T/refusal"
+}
+refuses_window() {
+	local rc
+	env MLTUNE_SYSROOT="$FIX" MLTUNE_BIN="$M" MLTUNE_PROFILE=training MLTUNE_READY_FILE="$T/ready" \
+		MLTUNE_REQUIRE_HOST_NAMESPACES=false MLTUNE_DISRUPTIVE_WINDOW=22:00-25:00 \
+		timeout 20 "$EP" >"$T/refusal" 2>&1
+	rc=$?
+	cat "$T/refusal"
+	[ "$rc" = 1 ] && grep -q "MLTUNE_DISRUPTIVE_WINDOW must be HH:MM-HH:MM (UTC), not '22:00-25:00'" "$T/refusal"
 }
 refuses_namespaces() {
 	# A root whose PID 1 is in other namespaces than this process (links
@@ -635,29 +687,49 @@ refuses_namespaces() {
 
 if [ -d "$FIX/proc" ]; then
 	check "entrypoint refuses to start outside the node's namespaces (no hostNetwork/hostPID) and on a file tree" refuses_namespaces
+	check "entrypoint refuses a malformed MLTUNE_DISRUPTIVE_WINDOW" refuses_window
 
 	# 1. MLTUNE_PROFILE names a site profile of the ConfigMap.
 	BEFORE=$(knob vm/dirty_ratio)
-	run_ep "$T/ep1.log" MLTUNE_PROFILE=site-training
+	run_ep "$T/ep1.log" MLTUNE_PROFILE=site-training MLTUNE_OFF_ON_EXIT=true
 	check "entrypoint: switch site-training, verify, NFD labels active-profile and conformance (8 hex digits)" ep_switched
 	check "entrypoint: ConfigMap profiles installed with the marker line; the node's own hostown.toml kept; a broken one refused" ep_synced
 	check "entrypoint: NFD feature file carries an expiry time; metrics written for node_exporter" ep_published
 	echo 60 >"$FIX/proc/sys/vm/swappiness"
 	check "entrypoint: a setting changed behind its back is reported (conformance=drifted, verify logged), not undone" ep_drift
-	check "entrypoint: SIGTERM runs mltunectl off (node back on its baseline), removes the labels, exits 0" ep_off
+	check "entrypoint: with MLTUNE_OFF_ON_EXIT=true SIGTERM runs mltunectl off (node back on its baseline), removes the labels, exits 0" ep_off
 
-	# 2. The profile from the node label, through a fake API server.
+	# 2. The profile from the node label, through a fake API server. The
+	# node asks first for "stuck", whose vm.stat_interval the node cannot
+	# write (a directory there): tainted until the first verify passes.
+	printf 'include = ["inference"]\n[sysctl]\n"vm.stat_interval" = { value = 2, reason = "test" }\n' \
+		>"$T/profiles/stuck.toml"
+	rm -rf "$FIX/proc/sys/vm/stat_interval" && mkdir -p "$FIX/proc/sys/vm/stat_interval"
 	if start_api; then
 		echo site-training >"$T/api/default-profile"
-		run_ep "$T/ep2.log" NODE_NAME=gpu-node-1 MLTUNE_API_SERVER="http://127.0.0.1:$(cat "$T/api/port")" \
-			MLTUNE_SA_DIR="$T/api/sa" MLTUNE_DEFAULT_PROFILE_FILE="$T/api/default-profile" MLTUNE_OFF_ON_EXIT=false
-		check "entrypoint: profile from the node label mltune.io/profile=inference (API, service account token, metadata only)" ep_label
-		echo nolabel >"$T/api/mode"
+		# shellcheck disable=SC2046 # api_env: NAME=VALUE words without spaces
+		run_ep "$T/ep2.log" $(api_env)
+		check "entrypoint: a node whose first verify has not passed is tainted mltune.io/unverified:NoSchedule (merge patch with its resourceVersion), and stays tainted while the switch fails" \
+			ep_tainted_while_failing
+		rmdir "$FIX/proc/sys/vm/stat_interval" && echo 1 >"$FIX/proc/sys/vm/stat_interval"
+		check "entrypoint: the taint comes off after the first verify that passes (recorded on the node)" \
+			ep_untainted_after_verify
+		api_edit '.metadata.labels["mltune.io/profile"] = "inference"'
+		check "entrypoint: profile from the node label mltune.io/profile=inference (API, service account token)" ep_label
+		api_edit 'del(.metadata.labels["mltune.io/profile"])'
 		check "entrypoint: a node without the label gets the default of ConfigMap mltune-config (site-training)" ep_default
 		echo error >"$T/api/mode"
-		sleep 3
 		check "entrypoint: while the API server fails, the node keeps its profile" ep_api_down
-		check "entrypoint: MLTUNE_OFF_ON_EXIT=false leaves the profile on SIGTERM, removes the labels" ep_keep
+		: >"$T/api/mode"
+		check "entrypoint: SIGTERM (MLTUNE_OFF_ON_EXIT unset: false) hands the node over: profile and labels stay" ep_keep
+
+		# 3. The next pod (a rolling update): adopts the node, switches
+		# nothing, puts no taint on it.
+		REQ3=$(request_count)
+		# shellcheck disable=SC2046
+		run_ep "$T/ep3.log" $(api_env)
+		check "entrypoint: a new pod adopts the node (no switch, no taint, ready, labels rewritten)" ep_adopted
+		check "entrypoint: and hands it over again on SIGTERM" ep_handover_twice
 	else
 		notok "fake API server started (python3)"
 	fi

@@ -14,12 +14,18 @@
 # the munge key and slurm.conf, starts munge, slurmctld and slurmd, and
 # checks: a job with --constraint=mltune_inference runs on inference and
 # the node is back on training after it; a job that asks for nothing runs
-# on training; the node-features helper (query with the conformance hash
-# when mltunectl has the command, activate, idempotence, timing); a switch
-# that fails drains the node with an "mltune:" reason, the job never runs
-# and the node stays on a clean profile; resume; srun; an epilog that
-# fails; and slurmd's own use of the helper (node_features/helpers:
-# ActiveFeatures, mltune_conf_* dropped by the plugin).
+# on training; the node-features helper (query with the conformance hash,
+# activate, idempotence, timing); a switch that fails drains the node with
+# an "mltune:" reason, the job never runs and the node stays on a clean
+# profile; resume; srun; on a shared node (partition "shared",
+# OverSubscribe=NO) a job that asks for another profile than the running
+# one is refused (the reason in its output file and AdminComment; requeued
+# and held, or requeued) while the node stays in service (MIXED, never
+# drained), and both run once the node is free; a stale job record (an
+# epilog that never ran) is dropped by the next prolog instead of refusing
+# the job or draining the node; an epilog that fails; and slurmd's own use
+# of the helper (node_features/helpers: ActiveFeatures, mltune_conf_*
+# dropped by the plugin).
 #
 # Every wait is a poll for an event with a deadline (the guest runs under
 # TCG). KTAP through lib.sh. Environment: FLEET_DIR (/root/fleet: lib.sh),
@@ -32,7 +38,7 @@ SCRIPTS=${MLTUNE_SLURM_SCRIPTS:-$FLEET/slurm}
 OUT=${FLEET_SLURM_OUT:-/var/tmp/fleet-slurm}
 NODE=$(hostname -s)
 CTL=/usr/sbin/mltunectl
-PLAN=59
+PLAN=88
 
 # ---- helpers -----------------------------------------------------------------
 
@@ -61,8 +67,8 @@ job_finished() {
 	*) return 1 ;;
 	esac
 }
-# The profile 'mltunectl active' names on its first line ("profile: P (...)").
-active_profile() { "$CTL" active 2>/dev/null | sed -n '1s/^profile: \([^ ]*\) .*$/\1/p'; }
+# The active profile, as 'mltunectl active --field profile' prints it.
+active_profile() { "$CTL" active --field profile 2>/dev/null; }
 is_active() { [ "$(active_profile)" = "$1" ] && "$CTL" verify "$1" >/dev/null 2>&1; }
 # The journal lines of a script of deploy/slurm (tag mltune-slurm-NAME).
 journal_of() { journalctl -q -t "mltune-slurm-$1" -o cat 2>/dev/null; }
@@ -209,6 +215,8 @@ write_conf() {
 	$1
 	NodeName=$NODE CPUs=$(hwf CPUs) Boards=$(hwf Boards) SocketsPerBoard=$(hwf SocketsPerBoard) CoresPerSocket=$(hwf CoresPerSocket) ThreadsPerCore=$(hwf ThreadsPerCore) RealMemory=$mem Feature=mltune_training,mltune_inference,mltune_broken State=UNKNOWN
 	PartitionName=batch Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE
+	# Jobs that share the node (one core and 64 MiB each): the profile conflicts.
+	PartitionName=shared Nodes=$NODE Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO
 	EOF
 }
 write_conf ""
@@ -218,7 +226,7 @@ write_conf ""
 t_check "mltunectl switch training (the node's starting point)" "$CTL" switch training
 t_check "mltunectl persist --profile training: the default in /etc/mltune/mltune.toml" \
 	"$CTL" persist --profile training
-backend=$("$CTL" --json active | sed -n 's/^ \{0,2\}"backend": *"\([^"]*\)".*/\1/p')
+backend=$("$CTL" active --field backend)
 t_check "without the module mltunectl picks the direct backend by itself (active --json: $backend)" \
 	test "$backend" = direct
 
@@ -264,16 +272,13 @@ q=$("$H"); qrc=$?
 t_check "node-features (query) exits 0 and prints mltune_training first" \
 	test "$qrc:$(printf '%s\n' "$q" | head -n 1)" = "0:mltune_training"
 t_diag "node-features query: $(printf '%s' "$q" | tr '\n' ' ')"
+# The node is on training and verified: conformance must answer (exit 0,
+# 8 hex digits); a usage error or any other exit is a failure here.
 crc=0; conf=$("$CTL" conformance 2>/dev/null) || crc=$?
-if [ "$crc" = 2 ]; then
-	t_skip "mltune_conf_<hash> feature: this mltunectl has no 'conformance' command (usage error, exit 2)"
-elif [ "$crc" = 0 ]; then
-	t_check "node-features prints mltune_conf_$conf (mltunectl conformance exit 0)" \
-		sh -c "printf '%s\n' '$q' | grep -qx 'mltune_conf_$(printf '%s' "$conf" | tr A-F a-f)'"
-else
-	t_check "node-features prints no mltune_conf_ line (mltunectl conformance exit $crc)" \
-		sh -c "! printf '%s\n' '$q' | grep -q '^mltune_conf_'"
-fi
+t_check "mltunectl conformance exits 0 with 8 hex digits on the verified node (exit $crc, '$conf')" \
+	sh -c "[ '$crc' = 0 ] && printf '%s\n' '$conf' | grep -qx '[0-9a-f]\{8\}'"
+t_check "node-features prints mltune_conf_$conf" \
+	sh -c "printf '%s\n' '$q' | grep -qx 'mltune_conf_$conf'"
 t_check "node-features query prints nothing but mltune features" \
 	sh -c "! printf '%s\n' '$q' | grep -v '^mltune_'"
 # ExecTime of node_features/helpers is 10 s: the slowest of three queries.
@@ -349,12 +354,8 @@ t_diag "node: State=$(node_state)"
 t_check "the node is left on training, verify exits 0 (the switch rolled back)" is_active training
 t_check "nothing half-applied: ip_local_port_range and swappiness as before" \
 	test "$(cat /proc/sys/net/ipv4/ip_local_port_range)|$(cat /proc/sys/vm/swappiness)" = "$before_range|$before_swap"
-if [ "$crc" = 2 ]; then
-	t_skip "conformance hash unchanged by the failed switch: no 'conformance' command"
-else
-	t_check "mltunectl conformance: exit 0 and the same hash as before the failed switch ($conf)" \
-		test "$("$CTL" conformance 2>&1)" = "$conf"
-fi
+t_check "mltunectl conformance: exit 0 and the same hash as before the failed switch ($conf)" \
+	test "$("$CTL" conformance 2>&1)" = "$conf"
 t_check "the prolog logged the failure" journal_has prolog "job $j_broken: constraint 'mltune_broken': switch to broken failed:"
 
 t_check "scancel the held job" scancel "$j_broken"
@@ -366,12 +367,128 @@ t_check "it ran on training" saw after training
 
 # ---- srun: a job step asks for inference ----------------------------------------
 srun_saw() {
-	timeout 300 srun -J srun-inf --constraint=mltune_inference "$CTL" active >"$OUT/srun.active" 2>&1 &&
-		sed -n '1s/^profile: \([^ ]*\) .*$/\1/p' "$OUT/srun.active" | grep -qx inference
+	timeout 300 srun -J srun-inf --constraint=mltune_inference "$CTL" active --field profile >"$OUT/srun.active" 2>&1 &&
+		grep -qx inference "$OUT/srun.active"
 }
 t_check "srun --constraint=mltune_inference mltunectl active: inference" srun_saw
 srun_after() { wait_for 300 node_is IDLE && is_active training; }
 t_check "after the srun job the node is idle and back on training" srun_after
+
+# ---- a shared node: a job that asks for another profile is refused -----------------
+# Partition "shared" lets jobs share the node. Job A (inference) runs until
+# $OUT/shareA.release exists; jobs B and C ask for training while it runs:
+# each is refused by its prolog (the reason in its output file and its
+# AdminComment) and sent back: B with MLTUNE_SLURM_CONFLICT=hold (requeued
+# and held), C with the default (requeued). The node stays in service
+# (MIXED, never drained) on A's profile. Once A has ended, B (released) and
+# C (after Slurm's requeue delay) run on training.
+
+# submit_waiting NAME [SBATCH OPTIONS...]: like submit, but the job keeps
+# running until $OUT/NAME.release exists (the test's event, polled).
+submit_waiting() {
+	_n=$1; shift
+	rm -f "$OUT/$_n".*
+	cat >"$OUT/$_n.sh" <<-EOF
+	#!/bin/sh
+	echo ran >$OUT/$_n.ran
+	$CTL active >$OUT/$_n.active 2>&1
+	while [ ! -e $OUT/$_n.release ]; do sleep 1; done
+	EOF
+	sbatch --parsable -J "$_n" -o "$OUT/$_n.out" "$@" "$OUT/$_n.sh" 2>"$OUT/$_n.sbatch.err" | cut -d';' -f1
+}
+not_drained() {
+	case $(node_state) in *DRAIN*) echo "node state $(node_state)"; return 1 ;; esac
+	! sinfo -R -h -o '%N' | grep -qx "$NODE"
+}
+node_mixed() { case $(node_state) in MIXED|MIXED+*) return 0 ;; *) echo "node state $(node_state)"; return 1 ;; esac; }
+# refused JOB: pending again after a refusal (requeued at least once).
+refused() { [ "$(job_state "$1")" = PENDING ] && [ "$(job_field "$1" Restarts)" -ge 1 ]; }
+# held JOB: held (priority 0; Reason JobHeldAdmin or a "held" reason).
+held() {
+	[ "$(job_field "$1" Priority)" = 0 ] && return 0
+	case $(job_field "$1" Reason) in *[Hh]eld*) return 0 ;; esac
+	echo "Priority=$(job_field "$1" Priority) Reason=$(job_field "$1" Reason)"
+	return 1
+}
+admin_comment_has() { scontrol show job "$1" | grep -qF "AdminComment=mltune: $2"; }
+# ran_on NAME PROFILE: within 400 s the job's script ran on PROFILE and its
+# verify exited 0.
+ran_on() { wait_for 400 test -e "$OUT/$1.verify.rc" && verified_run "$1" "$2"; }
+a_runs() { [ "$(job_state "$j_a")" = RUNNING ] && [ -e "$OUT/shareA.ran" ]; }
+a_untouched() { [ "$(job_state "$j_a")" = RUNNING ] && is_active inference; }
+idle_on_training() { wait_for 300 node_is IDLE && is_active training; }
+not_held() { ! held "$1" >/dev/null; }
+settled_clean() { idle_on_training && not_drained; }
+clean_on_training() { not_drained && is_active training; }
+refusals_harmless() { not_drained && a_untouched; }
+verified_run() { saw "$1" "$2" && grep -qx 0 "$OUT/$1.verify.rc"; }
+
+j_a=$(submit_waiting shareA -p shared -n 1 --mem=64M --constraint=mltune_inference)
+t_check "shared node: job A (inference, one core) runs" wait_for 300 a_runs
+t_check "shared node: A's script saw inference" saw shareA inference
+t_check "shared node: the node is MIXED" node_mixed
+
+printf 'MLTUNE_SLURM_CONFLICT=hold\n' >/etc/default/mltune-slurm
+j_b=$(submit shareB -p shared -n 1 --mem=64M --constraint=mltune_training)
+t_diag "job $j_a (inference) runs; job $j_b asks for training on the same node"
+t_check "job B (training) is refused while A runs: pending again, Restarts >= 1" wait_for 300 refused "$j_b"
+t_diag "job $j_b: JobState=$(job_state "$j_b") Reason=$(job_field "$j_b" Reason) Restarts=$(job_field "$j_b" Restarts)"
+t_check "job B is held (MLTUNE_SLURM_CONFLICT=hold)" held "$j_b"
+t_check "job B's script never ran" test ! -e "$OUT/shareB.ran"
+t_check "job B's output file says why (asks for training, job A runs on inference)" \
+	grep -qF "mltune: job $j_b asks for profile training, but job(s) $j_a run on $NODE on inference" "$OUT/shareB.out"
+t_check "job B's AdminComment carries the reason" admin_comment_has "$j_b" "job $j_b asks for profile training"
+t_check "the prolog logged the refusal and the policy" \
+	journal_has prolog "job $j_b requeued and held (MLTUNE_SLURM_CONFLICT=hold)"
+t_check "the node is not drained (no DRAIN state, no sinfo -R reason)" not_drained
+t_check "the node is still MIXED" node_mixed
+t_check "job A still runs, the node still on inference and verified" a_untouched
+
+rm -f /etc/default/mltune-slurm # the default policy: requeue
+j_c=$(submit shareC -p shared -n 1 --mem=64M --constraint=mltune_training)
+t_check "job C (training) is refused too: pending again, Restarts >= 1" wait_for 300 refused "$j_c"
+t_diag "job $j_c: JobState=$(job_state "$j_c") Reason=$(job_field "$j_c" Reason) Restarts=$(job_field "$j_c" Restarts)"
+t_check "job C is not held (the default policy: requeue)" not_held "$j_c"
+t_check "job C's output file says why" \
+	grep -qF "mltune: job $j_c asks for profile training, but job(s) $j_a run on $NODE on inference" "$OUT/shareC.out"
+t_check "the prolog logged job C's refusal (requeued)" \
+	journal_has prolog "job $j_c requeued (MLTUNE_SLURM_CONFLICT=requeue)"
+t_check "still not drained after two refusals, A still running on inference" refusals_harmless
+
+touch "$OUT/shareA.release"
+t_check "job A completes once released" wait_for 300 job_finished "$j_a"
+t_check "the last epilog (A's) returned the node to training" \
+	wait_for 120 journal_has epilog "job $j_a ended: switched from inference to training"
+scontrol release "$j_b"
+t_check "released, job B runs on training (verify exits 0)" ran_on shareB training
+t_check "job C starts by itself after Slurm's requeue delay and runs on training" ran_on shareC training
+t_check "then the node is idle on training, not drained" settled_clean
+t_diag "jobs $j_b, $j_c: $(job_state "$j_b"), $(job_state "$j_c"); node $(node_state)"
+
+# ---- a stale job record heals ------------------------------------------------------
+# An epilog that never ran (slurmd restarted while the job ended, the epilog
+# killed by PrologEpilogTimeout) leaves /run/mltune/slurm/job.ID. Planted
+# here for a job Slurm does not have: the next prolog compares the records
+# with Slurm's jobs on the node (squeue), drops it, and switches for its
+# job; the node is neither drained nor is the job refused.
+STALE=/run/mltune/slurm/job.999999
+echo inference >"$STALE"
+t_check "a stale record planted ($STALE: job 999999 on inference, unknown to Slurm)" \
+	sh -c "! squeue -h -j 999999 -o %A 2>/dev/null | grep -q ."
+t_run "job with --constraint=mltune_inference runs despite the stale record" run_job stale --constraint=mltune_inference
+j_stale=$JOB
+t_check "it ran on inference (verify exited 0)" verified_run stale inference
+t_check "its prolog dropped the stale record, and said so" sh -c \
+	"[ ! -e '$STALE' ] && journalctl -q -t mltune-slurm-prolog -o cat | grep -qF 'job 999999: Slurm has no such job on $NODE any more'"
+t_check "the node was not drained and is back on training" clean_on_training
+no_records() {
+	for _f in /run/mltune/slurm/job.*; do
+		[ -e "$_f" ] && { echo "left: $_f"; return 1; }
+	done
+	return 0
+}
+t_check "no job record is left behind in /run/mltune/slurm" no_records
+t_diag "job $j_stale: $(job_state "$j_stale")"
 
 # ---- an epilog that fails ----------------------------------------------------------
 # The settings file (slurmd gives the scripts no environment of its own):

@@ -24,6 +24,30 @@ void Context::emit(const nlohmann::json &j) const {
   *out << j.dump(2) << "\n";
 }
 
+void add_field_option(CLI::App *cmd, std::string &field, const std::vector<std::string> &names) {
+  cmd->add_option("--field", field, "Print only this field of the --json document, as text (with --json: as JSON)")
+      ->type_name("NAME")
+      ->check(CLI::IsMember(names));
+}
+
+bool emit_field(const Context &ctx, const nlohmann::json &doc, const std::string &field) {
+  if (field.empty()) {
+    return false;
+  }
+  const auto it = doc.find(field);
+  const nlohmann::json v = it == doc.end() ? nlohmann::json(nullptr) : *it;
+  // Text: a string as it is, null as nothing; otherwise (and with --json)
+  // the value as JSON (true, 3).
+  std::string text;
+  if (!ctx.json && v.is_string()) {
+    text = v.get<std::string>();
+  } else if (ctx.json || !v.is_null()) {
+    text = v.dump();
+  }
+  *ctx.out << text << "\n";
+  return true;
+}
+
 namespace {
 // When this command started (static initialisation, before main()).
 const auto k_started = std::chrono::steady_clock::now();

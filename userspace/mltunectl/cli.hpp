@@ -64,6 +64,16 @@ struct Context {
   [[nodiscard]] std::function<void(std::string_view, std::string_view)> step_progress() const;
 };
 
+// --field NAME, for commands whose --json document has fields that scripts
+// read one at a time (active, config show): the document's top-level field
+// NAME alone, so that no script parses JSON with sed.  Without --json as
+// text: a string as it is, null as an empty line, true/false, a number;
+// with --json as JSON ("training", null).  `names`: the fields offered.
+void add_field_option(CLI::App *cmd, std::string &field, const std::vector<std::string> &names);
+// Prints `doc`'s field `field` as above and returns true; false (nothing
+// printed) when `field` is empty.
+bool emit_field(const Context &ctx, const nlohmann::json &doc, const std::string &field);
+
 void register_profile(CLI::App &app, Context &ctx);
 void register_audit(CLI::App &app, Context &ctx);
 void register_verify(CLI::App &app, Context &ctx); // verify and diff

@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include "mltune/config.hpp"
+#include "mltune/node_steps.hpp"
 #include "mltune/pool.hpp"
 
 #include <filesystem>
@@ -15,6 +16,7 @@ namespace {
 struct ConfigArgs {
   std::string file = std::string(k_config_file);
   bool reload = false;
+  std::string field; // show --field
 };
 
 nlohmann::json config_json(const NodeConfig &c) {
@@ -28,7 +30,9 @@ nlohmann::json config_json(const NodeConfig &c) {
           {"pool", pool},
           {"user_quota", c.user_quota ? nlohmann::json(*c.user_quota) : nlohmann::json(nullptr)},
           {"feeder_cpus", c.feeder_cpus ? nlohmann::json(*c.feeder_cpus) : nlohmann::json(nullptr)},
-          {"feeder_mechanism", c.feeder_mechanism}};
+          {"feeder_mechanism", c.feeder_mechanism},
+          {"module_allow", c.module_allow ? nlohmann::json(*c.module_allow) : nlohmann::json(nullptr)},
+          {"module_allow_effective", c.module_allow ? *c.module_allow : default_module_allowlist()}};
 }
 
 // A file given on the command line is a host path; the default one is below --sysroot.
@@ -43,6 +47,9 @@ void run_show(Context &ctx, const ConfigArgs &a) {
   auto c = load(ctx, a);
   if (!c) {
     return ctx.fail(c.error());
+  }
+  if (emit_field(ctx, config_json(*c), a.field)) {
+    return;
   }
   if (ctx.json) {
     return ctx.emit(config_json(*c));
@@ -63,6 +70,9 @@ void run_show(Context &ctx, const ConfigArgs &a) {
   o << "feeder: "
     << (c->feeder_cpus ? (c->feeder_cpus->empty() ? "off" : *c->feeder_cpus + " (" + c->feeder_mechanism + ")")
                        : "(not managed)")
+    << "\n";
+  const ModuleAllowlist allow{c->module_allow ? *c->module_allow : default_module_allowlist(), ""};
+  o << "modules allowed: " << allow.listed() << (c->module_allow ? "" : " (default: the built-in profiles' modules)")
     << "\n";
 }
 
@@ -152,6 +162,7 @@ void register_config(CLI::App &app, Context &ctx) {
   };
   auto *show = cmd->add_subcommand("show", "Print the configuration as mltune.service reads it");
   file(show);
+  add_field_option(show, a->field, {"source", "profile", "watcher", "user_quota", "feeder_cpus", "feeder_mechanism"});
   show->callback([&ctx, a] { run_show(ctx, *a); });
   auto *check = cmd->add_subcommand("check", "Validate the configuration and its profile (exit 2 on an error)");
   file(check);

@@ -54,12 +54,12 @@ void run_off(Context &ctx) {
   print_domains(ctx, rep->domains);
 }
 
-void run_active(Context &ctx) {
+void run_active(Context &ctx, const std::string &field) {
   auto st = node_status(ctx.root());
   if (!st) {
     return ctx.fail(st.error());
   }
-  if (ctx.json) {
+  if (ctx.json || !field.empty()) {
     nlohmann::json diffs = nlohmann::json::array();
     for (const auto &d : st->differences) {
       diffs.push_back({{"domain", d.domain},
@@ -69,13 +69,17 @@ void run_active(Context &ctx) {
                        {"state", d.state},
                        {"optional", !d.counts}});
     }
-    return ctx.emit(
-        {{"profile", st->profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(st->profile)},
-         {"backend", to_string(st->backend)},
-         {"domains", domains_json(st->domains)},
-         {"differences", diffs},
-         {"in_line", st->in_line()},
-         {"conformance", st->conformance().empty() ? nlohmann::json(nullptr) : nlohmann::json(st->conformance())}});
+    const nlohmann::json doc{
+        {"profile", st->profile.empty() ? nlohmann::json(nullptr) : nlohmann::json(st->profile)},
+        {"backend", to_string(st->backend)},
+        {"domains", domains_json(st->domains)},
+        {"differences", diffs},
+        {"in_line", st->in_line()},
+        {"conformance", st->conformance().empty() ? nlohmann::json(nullptr) : nlohmann::json(st->conformance())}};
+    if (!emit_field(ctx, doc, field)) {
+      ctx.emit(doc);
+    }
+    return;
   }
   *ctx.out << "profile: " << (st->profile.empty() ? "none" : st->profile) << " (" << to_string(st->backend)
            << " backend)\n";
@@ -224,7 +228,9 @@ void register_node(CLI::App &app, Context &ctx) {
   auto *active = app.add_subcommand("active", "The active profile and the state of each domain (applied, drifted, "
                                               "off, pending-reboot)");
   active->alias("status");
-  active->callback([&ctx] { run_active(ctx); });
+  auto field = std::make_shared<std::string>();
+  add_field_option(active, *field, {"profile", "backend", "in_line", "conformance"});
+  active->callback([&ctx, field] { run_active(ctx, *field); });
   auto *follow = app.add_subcommand("follow", "After a write to /sys/kernel/mltune/profile: bring the modules, NIC "
                                               "settings and thread rules in line with the module's profile, or "
                                               "switch the module back (the package's udev rule runs it)");

@@ -181,6 +181,42 @@ TEST_F(Cli, ActiveVerifyOff) {
   EXPECT_FALSE(fake.root().exists(mltune::k_state_file));
 }
 
+// --field NAME: one field of the --json document alone, for scripts (the
+// Slurm prolog reads the active profile so): text without --json (null as
+// an empty line), JSON with it; an unknown field is a usage error.
+TEST_F(Cli, FieldPrintsOneFieldOfTheDocument) {
+  auto r = run({"active", "--field", "profile"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "\n") << "no profile: an empty line";
+  r = run({"--json", "active", "--field", "profile"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "null\n");
+  ASSERT_EQ(run({"switch", "training"}).rc, 0);
+  r = run({"active", "--field", "profile"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "training\n");
+  EXPECT_EQ(run({"--json", "status", "--field", "profile"}).out, "\"training\"\n");
+  EXPECT_EQ(run({"active", "--field", "backend"}).out, "direct\n");
+  EXPECT_EQ(run({"active", "--field", "in_line"}).out, "true\n");
+  const auto conf = run({"conformance"});
+  ASSERT_EQ(conf.rc, 0);
+  EXPECT_EQ(run({"active", "--field", "conformance"}).out, conf.out);
+  r = run({"active", "--field", "domains"});
+  EXPECT_EQ(r.rc, 2) << "only the scalar fields";
+  EXPECT_TRUE(r.out.empty());
+
+  EXPECT_EQ(run({"config", "show", "--field", "profile"}).rc, 2) << "no configuration";
+  fake.set("/etc/mltune/mltune.toml", "profile = \"inference\"\n[modules]\nallow = [\"tcp_bbr\"]\n");
+  r = run({"config", "show", "--field", "profile"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "inference\n");
+  EXPECT_EQ(run({"config", "show", "--field", "feeder_cpus"}).out, "\n");
+  r = run({"--json", "config", "show"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.j()["module_allow"], json::array({"tcp_bbr"}));
+  EXPECT_NE(run({"config", "show"}).out.find("modules allowed: tcp_bbr\n"), std::string::npos);
+}
+
 // metrics: the exposition format for the textfile collector, one 0/1
 // series per domain and state, following the switch; --output replaces a
 // .prom file of the tree and refuses anything else.

@@ -59,7 +59,7 @@ TEST(Config, EverythingIsOptional) {
 
 TEST(Config, ErrorsNameFileAndLine) {
   EXPECT_EQ(error_of("profile = \"training\"\nprofiel = \"x\"\n"),
-            "mltune.toml:2: unknown key 'profiel' (expected profile, watcher, [pool], [feeder])");
+            "mltune.toml:2: unknown key 'profiel' (expected profile, watcher, [pool], [feeder], [modules])");
   EXPECT_EQ(error_of("profile = \"\"\n").substr(0, 16), "mltune.toml:1: p");
   EXPECT_NE(error_of("watcher = \"yes\"\n").find("mltune.toml:1: watcher must be true or false"), std::string::npos);
   EXPECT_NE(error_of("\n[pool]\nreserve = { 0 = \"3M\" }\n").find("mltune.toml:3: pool.reserve.0: bad pool size '3M'"),
@@ -72,9 +72,33 @@ TEST(Config, ErrorsNameFileAndLine) {
   EXPECT_NE(error_of("[feeder]\ncpus = \"feeder:x\"\n").find("expected feeder:GPU_INDEX"), std::string::npos);
   EXPECT_NE(error_of("[feeder]\nmechanism = \"magic\"\n").find("mltune.toml:2: feeder.mechanism"), std::string::npos);
   EXPECT_NE(error_of("pool = 1\n").find("[pool] must be a table"), std::string::npos);
+  EXPECT_NE(error_of("[modules]\nallow = \"tcp_bbr\"\n").find("mltune.toml:2: modules.allow must be a list"),
+            std::string::npos);
+  EXPECT_NE(error_of("[modules]\nallow = [\"tcp_bbr\", \"a/b\"]\n").find("'a/b' is not a module name"),
+            std::string::npos);
+  EXPECT_NE(error_of("[modules]\nallow = [3]\n").find("is not a module name"), std::string::npos);
+  EXPECT_NE(error_of("[modules]\ndeny = []\n").find("mltune.toml:2: unknown key 'modules.deny' (expected allow)"),
+            std::string::npos);
   // The profile loader's input checks: TOML syntax and hostile text.
   EXPECT_NE(error_of("profile = \n").find("mltune.toml:1:"), std::string::npos);
   EXPECT_NE(error_of("profile = \"tr\xc3\xa4ining\"\n").find("non-ASCII"), std::string::npos);
+}
+
+// [modules] allow: the kernel modules profiles may load (ModuleAllowlist);
+// absent, the default applies; [] allows none.
+TEST(Config, ModuleAllowlist) {
+  auto c = parse("[modules]\nallow = [\"tcp_bbr\", \"nvidia-peermem\", \"tcp_bbr\"]\n");
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_TRUE(c->module_allow);
+  EXPECT_EQ(*c->module_allow, (std::vector<std::string>{"tcp_bbr", "nvidia-peermem"})) << "each name once";
+  EXPECT_EQ(c->module_allow_origin, "mltune.toml:2");
+  c = parse("[modules]\nallow = []\n");
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->module_allow);
+  EXPECT_TRUE(c->module_allow->empty());
+  c = parse("profile = \"training\"\n");
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->module_allow);
 }
 
 TEST(Config, RenderParsesBackToTheSame) {
@@ -94,6 +118,16 @@ TEST(Config, RenderParsesBackToTheSame) {
   EXPECT_EQ(back->feeder_cpus, c.feeder_cpus);
   EXPECT_EQ(back->feeder_mechanism, c.feeder_mechanism);
   EXPECT_FALSE(back->watcher);
+  EXPECT_FALSE(back->module_allow);
+  // persist keeps an allowlist it found.
+  c.module_allow = std::vector<std::string>{"tcp_bbr", "nvidia_peermem"};
+  back = parse(render_config(c));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->module_allow, c.module_allow);
+  c.module_allow = std::vector<std::string>{};
+  back = parse(render_config(c));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->module_allow, c.module_allow);
 }
 
 TEST(Config, LoadSaysWhenTheFileIsMissing) {

@@ -382,6 +382,8 @@ TEST(ModuleLoader, BuiltinModulesAndAMissingTree) {
   fake.set("/proc/1/ns/pid", ""); // a running node's root (container mode)
   fake.set(tree + "/modules.builtin", "kernel/net/ipv4/tcp_bbr.ko\nkernel/drivers/net/dummy-x.ko\n");
   fake.set("/sys/module/nvme/parameters/io_timeout", "30");
+  // tcp_cubic_x is no built-in profile's module: this node allows it.
+  fake.set("/etc/mltune/mltune.toml", "[modules]\nallow = [\"tcp_bbr\", \"tcp_cubic_x\"]\n");
   const Sysroot root = fake.root();
   auto loader = mltune::make_live_module_loader(root);
   ASSERT_NE(loader, nullptr);

@@ -10,6 +10,9 @@
 //   [feeder]
 //   cpus = "2-3,6-7"                # a cpulist or a plan role ("feeder", "feeder:N")
 //   mechanism = "auto"              # auto, sched_ext or cpuset
+//   [modules]
+//   allow = ["tcp_bbr"]             # the kernel modules profiles may load (absent: those
+//                                   # of the built-in profiles; ModuleAllowlist, node_steps.hpp)
 //
 // Every key is optional; what the file does not name, apply_config() leaves
 // alone.  The text goes through the profile loader's input checks (ASCII,
@@ -36,13 +39,15 @@ inline constexpr std::string_view k_config_state = "/run/mltune/config.json";
 inline constexpr std::string_view k_config_marker = "# Managed by mltunectl persist";
 
 struct NodeConfig {
-  std::string source;                              // file it was read from ("" = built in code)
-  std::optional<std::string> profile;              // profile name or file
-  bool watcher = false;                            // mltune-watch.service runs
-  std::vector<std::pair<int, std::uint64_t>> pool; // NUMA node, 2 MiB pages; ascending nodes
-  std::optional<std::uint64_t> user_quota;         // pages, 0 = no limit
-  std::optional<std::string> feeder_cpus;          // cpulist or plan role, "" = feeder off
-  std::string feeder_mechanism = "auto";           // auto, sched_ext, cpuset
+  std::string source;                                   // file it was read from ("" = built in code)
+  std::optional<std::string> profile;                   // profile name or file
+  bool watcher = false;                                 // mltune-watch.service runs
+  std::vector<std::pair<int, std::uint64_t>> pool;      // NUMA node, 2 MiB pages; ascending nodes
+  std::optional<std::uint64_t> user_quota;              // pages, 0 = no limit
+  std::optional<std::string> feeder_cpus;               // cpulist or plan role, "" = feeder off
+  std::string feeder_mechanism = "auto";                // auto, sched_ext, cpuset
+  std::optional<std::vector<std::string>> module_allow; // [modules] allow; absent: the built-in default
+  std::string module_allow_origin;                      // "mltune.toml:12", where allow was read
 
   [[nodiscard]] bool empty() const { return !profile && pool.empty() && !user_quota && !feeder_cpus && !watcher; }
 };

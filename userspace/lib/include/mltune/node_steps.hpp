@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -39,10 +40,32 @@ public:
 // --sysroot tree (a module would load into this machine's kernel).
 std::unique_ptr<ModuleLoader> make_live_module_loader(const Sysroot &root);
 
+// The kernel modules a profile may load on this node: `allow` of the node
+// configuration's [modules] table (config.hpp), else the modules the
+// built-in profiles name (base.toml: tcp_bbr).  Names compare as modprobe
+// compares them ('-' and '_' alike).  Whoever may edit a profile (a site
+// profile, a ConfigMap of the DaemonSet) cannot make the node load another
+// module: ModuleStep refuses it at plan time.
+struct ModuleAllowlist {
+  std::vector<std::string> names;
+  std::string source; // "/etc/mltune/mltune.toml:12 [modules] allow", or the default's description
+  [[nodiscard]] bool allows(std::string_view name) const;
+  // "tcp_bbr, nvidia_peermem" ("none" for an empty list).
+  [[nodiscard]] std::string listed() const;
+};
+// The modules of the built-in profiles, each once, in profile order.
+[[nodiscard]] const std::vector<std::string> &default_module_allowlist();
+// The allowlist of the node below `root`: its configuration's [modules]
+// allow when the file names one, else the default.  A configuration that
+// does not load is an error (no module is allowed then, rather than more
+// than the administrator meant).
+[[nodiscard]] Result<ModuleAllowlist> load_module_allowlist(const Sysroot &root);
+
 // The profile's kernel modules (modules = [...], profile.hpp), the first
 // step of a switch, so that the knobs a module brings
 // (tcp_congestion_control = bbr needs tcp_bbr) exist when the knob step
-// applies.  plan() finds the modules not in the kernel; apply() records each in the node baseline
+// applies.  plan() refuses a module the node's ModuleAllowlist does not
+// list (on a --sysroot tree too), then finds the modules not in the kernel; apply() records each in the node baseline
 // (switch/baseline.hpp), then loads it; a module the node cannot load is
 // skipped and reported, unless the profile marks it required (then the step
 // fails).  rollback() unloads what apply() loaded; baseline() unloads every

@@ -116,6 +116,35 @@ Status parse_feeder(const toml::table &t, const std::string &display, NodeConfig
   return {};
 }
 
+// [modules] allow = ["tcp_bbr", "nvidia_peermem"]: each name as a profile's
+// modules = [...] takes it (profile.cpp); [] lets profiles load none.
+Status parse_modules(const toml::table &t, const std::string &display, NodeConfig &cfg) {
+  for (const auto &[k, v] : t) {
+    const std::string w = at(display, k.source());
+    if (k != "allow") {
+      return input_error(w + ": unknown key 'modules." + std::string(k.str()) + "' (expected allow)");
+    }
+    const auto *arr = v.as_array();
+    if (arr == nullptr) {
+      return input_error(w + R"(: modules.allow must be a list of module names, e.g. ["tcp_bbr"])");
+    }
+    std::vector<std::string> names;
+    for (const auto &el : *arr) {
+      const auto *s = el.as_string();
+      if (s == nullptr || !detail::valid_module_name(s->get())) {
+        return input_error(at(display, el.source()) + ": modules.allow: '" + (s ? s->get() : std::string("?")) +
+                           "' is not a module name (1-63 of [A-Za-z0-9_-])");
+      }
+      if (std::find(names.begin(), names.end(), s->get()) == names.end()) {
+        names.push_back(s->get());
+      }
+    }
+    cfg.module_allow = std::move(names);
+    cfg.module_allow_origin = w;
+  }
+  return {};
+}
+
 std::string size_text(std::uint64_t pages) {
   return pages == 0 ? "0" : std::to_string(pages * (k_pool_page_size >> 20)) + "M";
 }
@@ -153,17 +182,20 @@ Result<NodeConfig> parse_config(std::string_view text, const std::string &displa
         return input_error(w + ": watcher must be true or false");
       }
       cfg.watcher = *v.value<bool>();
-    } else if (k == "pool" || k == "feeder") {
+    } else if (k == "pool" || k == "feeder" || k == "modules") {
       const auto *t = v.as_table();
       if (t == nullptr) {
         return input_error(w + ": [" + std::string(k.str()) + "] must be a table");
       }
-      if (auto st = k == "pool" ? parse_pool(*t, display, cfg) : parse_feeder(*t, display, cfg); !st) {
+      const auto st = k == "pool"     ? parse_pool(*t, display, cfg)
+                      : k == "feeder" ? parse_feeder(*t, display, cfg)
+                                      : parse_modules(*t, display, cfg);
+      if (!st) {
         return st.error();
       }
     } else {
       return input_error(w + ": unknown key '" + std::string(k.str()) +
-                         "' (expected profile, watcher, [pool], [feeder])");
+                         "' (expected profile, watcher, [pool], [feeder], [modules])");
     }
   }
   return cfg;
@@ -210,6 +242,14 @@ std::string render_config(const NodeConfig &cfg) {
     s += "\n[feeder]\n# GPU-feeder cores: a cpulist, \"feeder\" or \"feeder:N\" (the CPU plan), \"\" for off.\n"
          "cpus = " +
          toml_string(*cfg.feeder_cpus) + "\nmechanism = " + toml_string(cfg.feeder_mechanism) + "\n";
+  }
+  if (cfg.module_allow) {
+    s += "\n[modules]\n# The kernel modules profiles may load (without this key: those of the built-in profiles).\n"
+         "allow = [";
+    for (size_t i = 0; i < cfg.module_allow->size(); ++i) {
+      s += (i == 0 ? "" : ", ") + toml_string((*cfg.module_allow)[i]);
+    }
+    s += "]\n";
   }
   return s;
 }

@@ -3,6 +3,7 @@
 #include "mltune/node_steps.hpp"
 
 #include "base/process.hpp"
+#include "mltune/config.hpp"
 #include "switch/baseline.hpp"
 
 #include <algorithm>
@@ -120,6 +121,53 @@ private:
 
 } // namespace
 
+bool ModuleAllowlist::allows(std::string_view name) const {
+  const std::string key = module_key(name);
+  return std::any_of(names.begin(), names.end(), [&](const std::string &n) { return module_key(n) == key; });
+}
+
+std::string ModuleAllowlist::listed() const {
+  std::string s;
+  for (const auto &n : names) {
+    s += (s.empty() ? "" : ", ") + n;
+  }
+  return s.empty() ? "none" : s;
+}
+
+const std::vector<std::string> &default_module_allowlist() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    const ProfileLoader builtins; // no sysroot: the compiled-in profiles only
+    for (const auto &b : builtin_profiles()) {
+      auto p = builtins.load(b.name);
+      if (!p) {
+        continue; // a built-in that does not load fails its own unit test
+      }
+      for (const auto &m : p->modules) {
+        if (std::find(out.begin(), out.end(), m.name) == out.end()) {
+          out.push_back(m.name);
+        }
+      }
+    }
+    return out;
+  }();
+  return names;
+}
+
+Result<ModuleAllowlist> load_module_allowlist(const Sysroot &root) {
+  if (root.exists(k_config_file)) {
+    auto cfg = load_config(root);
+    if (!cfg) {
+      return with_context(cfg.error(), "the module allowlist ([modules] allow) cannot be read");
+    }
+    if (cfg->module_allow) {
+      return ModuleAllowlist{*cfg->module_allow, cfg->module_allow_origin + " [modules] allow"};
+    }
+  }
+  return ModuleAllowlist{default_module_allowlist(), "the default: the built-in profiles' modules; " +
+                                                         std::string(k_config_file) + " has no [modules] allow"};
+}
+
 std::unique_ptr<ModuleLoader> make_live_module_loader(const Sysroot &root) {
   return root.is_node() ? std::make_unique<Modprobe>(root) : nullptr;
 }
@@ -136,6 +184,22 @@ Status ModuleStep::plan() {
   todo_.clear();
   loaded_.clear();
   skipped_.clear();
+  if (profile_.modules.empty()) {
+    return {};
+  }
+  // Before anything else, on a tree too: a module the node does not allow is
+  // refused, loaded or not, required or not.
+  auto allow = load_module_allowlist(root_);
+  if (!allow) {
+    return allow.error();
+  }
+  for (const auto &m : profile_.modules) {
+    if (!allow->allows(m.name)) {
+      return input_error("module " + m.name + " (" + m.origin + ") is not on this node's module allowlist (" +
+                         allow->source + ": " + allow->listed() + "); add it to [modules] allow in " +
+                         std::string(k_config_file) + " to let profiles load it");
+    }
+  }
   if (loader_ == nullptr) {
     return {};
   }

@@ -593,6 +593,12 @@ void merge_knobs(std::vector<KnobEntry> entries, Profile &out) {
   }
 }
 
+bool valid_module_name(std::string_view name) {
+  return !name.empty() && name.size() < 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  });
+}
+
 // modules = ["tcp_bbr", { name = "nvidia_peermem", required = true }]: each
 // name as modprobe takes it; a later file's entry for the same name replaces
 // the earlier one in place.
@@ -616,10 +622,7 @@ Status merge_modules(const toml::array &arr, const std::string &display, Profile
     } else {
       return input_error(at + ": modules entries must be names or { name = ..., required = ... }");
     }
-    const bool ok = !m.name.empty() && m.name.size() < 64 && std::all_of(m.name.begin(), m.name.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
-    });
-    if (!ok) {
+    if (!valid_module_name(m.name)) {
       return input_error(at + ": modules: invalid module name '" + m.name + "' (1-63 of [A-Za-z0-9_-])");
     }
     const auto it =

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,10 @@ Result<std::vector<KnobEntry>> parse_knobs(const toml::table &doc, const std::st
 
 // The knobs into `out`: a knob replaces the one with the same key, others are appended.
 void merge_knobs(std::vector<KnobEntry> entries, Profile &out);
+
+// A kernel module name as profiles and the node configuration's module
+// allowlist take it: 1-63 of [A-Za-z0-9_-].
+bool valid_module_name(std::string_view name);
 
 // modules = [...] into `out` (a later entry for a name replaces it in place).
 Status merge_modules(const toml::array &arr, const std::string &display, Profile &out);
