@@ -205,6 +205,100 @@ served_after_kill() {
 		[ "$(systemctl is-active mltune-serve.service)" = active ]
 }
 
+# ---- the resident switcher: no caller can hold it up or misuse it ----------------
+# (serve_checks runs these; they leave training active, as they found it)
+SV=/tmp/serve-node
+serve_pid() { systemctl show -p MainPID --value mltune-serve.service; }
+serve_wait() { # serve_wait CMD...: CMD succeeds within 120 s (tried every 0.1 s)
+	_n=1200
+	until "$@" >/dev/null 2>&1; do
+		_n=$((_n - 1))
+		[ "$_n" -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+serve_in_syscall() { # serve_in_syscall PID NR...: PID waits in one of these (x86-64) system calls
+	_p=$1
+	shift
+	read -r _s _r <"/proc/$_p/syscall" || return 1
+	for _nr; do [ "$_s" = "$_nr" ] && return 0; done
+	return 1
+}
+serve_count() { journalctl -b -q -u mltune-serve.service -o cat | grep -c "$1"; }
+serve_logged_more() { [ "$(serve_count "$1")" -gt "$2" ]; } # PATTERN N: more than N lines
+serve_running() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status"; }
+# serve_fifo N: a new FIFO $SV/fifoN, for this shell to hold open
+# read-write and fill (its 64 KiB): whoever writes to it then waits.
+serve_fifo() { mkdir -p $SV && rm -f "$SV/fifo$1" && mkfifo "$SV/fifo$1"; }
+# A client whose stdout is a full FIFO that it holds itself: another switch
+# is served meanwhile, and systemctl stop ends the service at once.
+serve_full_stdout() {
+	n=$(serve_count "switch inference: exit 0")
+	serve_fifo 3 || return 1
+	exec 3<>$SV/fifo3
+	dd if=/dev/zero bs=4096 count=16 >&3 2>/dev/null
+	mltunectl -v switch inference >&3 2>&3 &
+	stuck=$!
+	serve_wait serve_logged_more "switch inference: exit 0" "$n" &&
+		timeout 120 mltunectl switch training >/dev/null &&
+		timeout 60 systemctl stop mltune-serve.service &&
+		[ "$(systemctl is-active mltune-serve.service)" != active ] && serve_running $stuck
+	rc=$?
+	kill -KILL $stuck
+	exec 3>&-
+	return $rc
+}
+# A client killed while its switch waits behind another: never run.  A
+# direct switch holds the node lock meanwhile (its -v progress, written
+# under the lock, waits on a full FIFO).
+serve_killed_queued() {
+	serve_fifo 4 || return 1
+	exec 4<>$SV/fifo4
+	dd if=/dev/zero bs=4096 count=16 >&4 2>/dev/null
+	MLTUNE_NO_SERVICE=1 mltunectl -v switch training >/dev/null 2>&4 &
+	holder=$!
+	serve_wait serve_in_syscall $holder 1 || { echo "the direct switch does not hold the lock"; return 1; }
+	mltunectl switch training >/dev/null 2>&1 &
+	first=$!
+	serve_wait sh -c 'read -r s r </proc/$(systemctl show -p MainPID --value mltune-serve.service)/syscall && [ "$s" = 73 ]' ||
+		{ echo "the served switch does not wait for the lock"; return 1; }
+	mltunectl switch inference >/dev/null 2>&1 &
+	killed=$!
+	serve_wait serve_in_syscall $killed 45 47 || { echo "the next client does not wait for its reply"; return 1; }
+	kill -KILL $killed
+	mltunectl switch training >/dev/null 2>&1 &
+	last=$!
+	serve_wait serve_in_syscall $last 45 47
+	dd of=/dev/null bs=4096 count=16 <&4 2>/dev/null
+	exec 4>&-
+	wait $holder && wait $first && wait $last &&
+		serve_logged_more "switch inference: its client went away before its turn: not run" 0 &&
+		is /sys/kernel/mltune/profile training
+}
+# Root of another user namespace: refused by the service with its reason.
+serve_refuses_userns() {
+	out=$(unshare -r mltunectl switch inference 2>&1)
+	rc=$?
+	[ $rc = 1 ] && echo "$out" | grep -q "user namespace other than the initial one" &&
+		is /sys/kernel/mltune/profile training || { echo "exit $rc: $out"; return 1; }
+}
+# Root without CAP_SYS_ADMIN: not run with the service's privileges (the
+# client runs it itself, where the module refuses the switch).
+serve_refuses_no_cap() {
+	out=$(setpriv --bounding-set=-sys_admin mltunectl switch inference 2>&1)
+	rc=$?
+	[ $rc != 0 ] && is /sys/kernel/mltune/profile training && mltunectl verify training >/dev/null ||
+		{ echo "exit $rc: $out"; return 1; }
+}
+serve_checks() {
+	t_check "serve: a client with a full stdout holds up no other switch, nor systemctl stop" serve_full_stdout
+	t_check "serve: a client killed while queued: its switch never runs" serve_killed_queued
+	t_check "serve: the root of a user namespace is refused" serve_refuses_userns
+	t_check "serve: root without CAP_SYS_ADMIN gets no switch" serve_refuses_no_cap
+	t_check "serve: training still active and in line" mltunectl verify training
+}
+# ---- end of the resident switcher's checks ------------------------------------------
+
 purge() {
 	DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mltunectl mltune-dkms >/tmp/purge.log 2>&1 ||
 		{ cat /tmp/purge.log; return 1; }
@@ -262,6 +356,7 @@ booted() {
 	t_check "mltune-serve.socket listens on /run/mltune/mltunectl.sock" serve_socket_listens
 	t_check "those switches ran in mltune-serve.service (its journal)" switches_were_served
 	t_check "after the service is killed, the next switch starts it again" served_after_kill
+	serve_checks
 
 	t_check "apt purge removes both packages" purge
 	t_check "the module is unloaded" test ! -d /sys/module/mltune

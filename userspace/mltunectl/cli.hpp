@@ -123,15 +123,19 @@ int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &e
 // When this process started (static initialisation, before main()).
 std::chrono::steady_clock::time_point process_started();
 
+// The version a client sends and the service expects: mltunectl's and the
+// protocol's ("0.1.0/2", mltune/service.hpp).
+std::string service_version();
 // Whether `mltunectl serve` may run this command line: `switch NAME` (a
 // profile name, not a file path) and `off`, with --json, --dry-run and -v;
 // --sysroot, --help, a file path or any other command run in the caller.
 bool forwardable(const std::vector<std::string> &args);
-// Runs the command line in the service at `socket` when it is forwardable,
-// the caller is root and a service listens there (and MLTUNE_NO_SERVICE and
-// MLTUNE_FAIL_STEP are unset); its output goes to this process's stdout and
-// stderr.  The exit code, or nullopt: run it here.
-std::optional<int> forward(const std::vector<std::string> &args, std::ostream &err,
-                           std::string_view socket = k_service_socket);
+// Runs the command line in the service at `socket` (empty: the one
+// service_socket_path() names, $MLTUNE_SOCKET or the default) when it is
+// forwardable, the caller holds CAP_SYS_ADMIN and a service listens there
+// (and MLTUNE_NO_SERVICE and MLTUNE_FAIL_STEP are unset); the output it
+// sends back goes to this process's stdout and stderr.  The exit code, or
+// nullopt: run it here.
+std::optional<int> forward(const std::vector<std::string> &args, std::ostream &err, std::string_view socket = {});
 
 } // namespace mltune::cli

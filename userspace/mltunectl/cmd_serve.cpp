@@ -5,14 +5,10 @@
 #include "mltune/nic.hpp"
 #include "mltune/service.hpp"
 
-#include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
-#include <ctime>
-#include <ext/stdio_filebuf.h>
+#include <cstdlib>
 #include <ostream>
-#include <poll.h>
 #include <unistd.h>
 
 namespace mltune::cli {
@@ -28,54 +24,46 @@ bool is_verbose_flag(const std::string &a) {
          (a.size() > 2 && a[0] == '-' && a.find_first_not_of('v', 1) == std::string::npos);
 }
 
-// Runs one request with its output on the client's descriptors; returns the exit code.
-int run_request(const ServiceRequest &req, int out_fd, int err_fd) {
-  // The buffers own (and close) the descriptors.
-  __gnu_cxx::stdio_filebuf<char> ob(out_fd, std::ios::out, 8192);
-  __gnu_cxx::stdio_filebuf<char> eb(err_fd, std::ios::out, 1024);
-  std::ostream out(&ob);
-  std::ostream err(&eb);
+// Runs one request; its output goes back to the client in replies.
+int run_request(const ServiceRequest &req, std::ostream &out, std::ostream &err) {
+  // What the client sends is what it would have run itself; the service
+  // still runs nothing but the command lines it is for (only a hand-made
+  // client sends another): said on the client's stderr, exit 2.
+  if (!forwardable(req.args)) {
+    err << "mltunectl: error: the mltunectl service runs `switch NAME` and `off` only, not '";
+    for (size_t i = 0; i < req.args.size(); ++i) {
+      err << (i == 0 ? "" : " ") << req.args[i];
+    }
+    err << "'\n";
+    return k_exit_usage;
+  }
   const std::chrono::steady_clock::time_point started{std::chrono::nanoseconds(req.started_ns)};
-  const int rc = run(req.args, out, err, started);
-  out.flush();
-  err.flush();
-  return rc;
+  return run(req.args, out, err, started);
 }
 
-// A command line the service does not run (only a hand-made client sends
-// one): said on the client's stderr, exit 2.
-int refuse_request(const ServiceRequest &req, int out_fd, int err_fd) {
-  ::close(out_fd);
-  __gnu_cxx::stdio_filebuf<char> eb(err_fd, std::ios::out, 1024);
-  std::ostream err(&eb);
-  err << "mltunectl: error: the mltunectl service runs `switch NAME` and `off` only, not '";
-  for (size_t i = 0; i < req.args.size(); ++i) {
-    err << (i == 0 ? "" : " ") << req.args[i];
-  }
-  err << "'\n" << std::flush;
-  return k_exit_usage;
-}
-
-std::string describe(const std::vector<std::string> &args) {
-  std::string s;
-  for (const auto &a : args) {
-    s += (s.empty() ? "" : " ") + a;
-  }
-  return s;
-}
-
-void run_serve(Context &ctx, const std::string &path) {
+void run_serve(Context &ctx) {
   if (!ctx.root().is_live()) {
     return ctx.fail(input_error("serve runs commands for the live node: --sysroot " + ctx.sysroot + " is refused"));
   }
-  auto listener = ServiceListener::open(path);
+  const auto path = service_socket_path();
+  if (!path) {
+    return ctx.fail(path.error());
+  }
+  auto listener = ServiceListener::open(*path);
   if (!listener) {
     return ctx.fail(listener.error());
   }
-  std::signal(SIGPIPE, SIG_IGN); // a client that went away: its writes fail, the service goes on
+  std::signal(SIGPIPE, SIG_IGN); // the service writes to no client's descriptor; kept for what it runs
   catch_stop_signals();
 
   auto log = [&ctx](const std::string &line) { *ctx.err << "mltunectl serve: " << line << "\n" << std::flush; };
+  // The clients connect to *path: a socket systemd passes elsewhere would
+  // not be used by any (MLTUNE_SOCKET differs from the unit's).
+  const std::string bound = listener->address();
+  if (listener->activated() && bound != *path) {
+    log("warning: systemd passed the socket " + (bound.empty() ? std::string("(unnamed)") : bound) +
+        ", but clients connect to " + *path + " (MLTUNE_SOCKET): set the same path in both");
+  }
   // The node's threads, followed from the proc connector: no /proc scan per switch.
   std::unique_ptr<ThreadIndex> index;
   if (auto ix = ThreadIndex::open(); ix) {
@@ -87,60 +75,35 @@ void run_serve(Context &ctx, const std::string &path) {
   enable_profile_cache();
   keep_netlink_transport();
   keep_knob_files();
-  log("serving " + (listener->activated() ? std::string("the socket systemd passed") : path) + " (version " +
-      MLTUNE_VERSION + ", pid " + std::to_string(::getpid()) + ")");
+  log("serving " + (listener->activated() ? "the socket systemd passed (" + bound + ")" : *path) + " (version " +
+      service_version() + ", pid " + std::to_string(::getpid()) + ")");
 
-  bool stale = false;
-  while (!stop_requested() && !stale) {
-    std::array<pollfd, 2> pfd{{{listener->fd(), POLLIN, 0}, {index ? index->fd() : -1, POLLIN, 0}}};
-    if (::poll(pfd.data(), pfd.size(), -1) < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      return ctx.fail(sys_error("serve: poll", errno));
-    }
-    if ((pfd[1].revents & POLLIN) != 0) {
+  ServiceOptions o;
+  o.version = service_version();
+  o.run = run_request;
+  o.log = log;
+  if (index) {
+    o.watch_fd = index->fd();
+    o.on_watch = [&index, &log] {
       if (auto st = index->drain(); !st) {
         log("thread index: " + st.error().message + "; the next switch scans /proc");
       }
-    }
-    if ((pfd[0].revents & POLLIN) == 0) {
-      continue;
-    }
-    auto a = listener->accept();
-    if (!a) {
-      log(a.error().message);
-      continue;
-    }
-    if (a->request.version != MLTUNE_VERSION) {
-      // An upgrade replaced the binary: the client runs the command itself,
-      // and this service ends so that the next connection starts the new one.
-      ::close(a->out_fd);
-      ::close(a->err_fd);
-      (void)service_reply(a->conn, {ServiceReply::Kind::stale, 0, MLTUNE_VERSION});
-      log("client of version " + a->request.version + ", this is " + MLTUNE_VERSION + ": ending");
-      stale = true;
-      continue;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    // What the client sends is what it would have run itself; the service
-    // still runs nothing but the command lines it is for.
-    const int rc = forwardable(a->request.args) ? run_request(a->request, a->out_fd, a->err_fd)
-                                                : refuse_request(a->request, a->out_fd, a->err_fd);
-    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - t0;
-    if (auto st = service_reply(a->conn, {ServiceReply::Kind::rc, rc, {}}); !st) {
-      log("pid " + std::to_string(a->peer_pid) + ": " + st.error().message);
-    }
-    char ms[32];
-    std::snprintf(ms, sizeof ms, "%.2f", took.count());
-    log("pid " + std::to_string(a->peer_pid) + ": " + describe(a->request.args) + ": exit " + std::to_string(rc) +
-        " (" + ms + " ms)");
+    };
   }
+  o.stop_requested = stop_requested;
+  const auto st = serve_requests(*listener, o);
   install_thread_index(nullptr);
+  if (!st) {
+    return ctx.fail(st.error());
+  }
   log("stopped");
 }
 
 } // namespace
+
+std::string service_version() {
+  return std::string(MLTUNE_VERSION) + "/" + std::to_string(k_service_protocol);
+}
 
 bool forwardable(const std::vector<std::string> &args) {
   std::string cmd;
@@ -177,19 +140,33 @@ bool forwardable(const std::vector<std::string> &args) {
 }
 
 std::optional<int> forward(const std::vector<std::string> &args, std::ostream &err, std::string_view socket) {
-  if (::geteuid() != 0 || std::getenv("MLTUNE_NO_SERVICE") != nullptr || std::getenv("MLTUNE_FAIL_STEP") != nullptr ||
-      !forwardable(args)) {
+  if (std::getenv("MLTUNE_NO_SERVICE") != nullptr || std::getenv("MLTUNE_FAIL_STEP") != nullptr || !forwardable(args)) {
     return std::nullopt;
   }
-  auto conn = service_connect(socket);
+  std::string path(socket);
+  if (path.empty()) {
+    auto p = service_socket_path();
+    if (!p) {
+      err << "mltunectl: error: " << p.error().message << "\n";
+      return k_exit_usage;
+    }
+    path = std::move(*p);
+  }
+  // The service runs commands for callers the kernel module would let
+  // switch (and checks that itself); any other runs them here, with what
+  // it may do.
+  if (!holds_cap_sys_admin()) {
+    return std::nullopt;
+  }
+  auto conn = service_connect(path);
   if (!conn || conn->fd() < 0) {
     return std::nullopt; // no service: this process runs the command
   }
-  const ServiceRequest req{MLTUNE_VERSION, monotonic_ns(process_started()), args};
-  if (!service_send(*conn, req, STDOUT_FILENO, STDERR_FILENO)) {
+  const ServiceRequest req{service_version(), monotonic_ns(process_started()), args};
+  if (!service_send(*conn, req)) {
     return std::nullopt; // not sent, so not run
   }
-  auto rep = service_wait(*conn);
+  auto rep = service_wait(*conn, STDOUT_FILENO, STDERR_FILENO);
   if (!rep) {
     err << "mltunectl: error: " << rep.error().message << "\n";
     return k_exit_failed;
@@ -197,20 +174,21 @@ std::optional<int> forward(const std::vector<std::string> &args, std::ostream &e
   switch (rep->kind) {
   case ServiceReply::Kind::rc: return rep->rc;
   case ServiceReply::Kind::stale: return std::nullopt;
+  case ServiceReply::Kind::error: err << "mltunectl: error: " << rep->detail << "\n"; return k_exit_failed;
   case ServiceReply::Kind::gone: break;
   }
-  err << "mltunectl: error: the mltunectl service (" << socket
-      << ") ended before it answered; `mltunectl active` shows the state of the node\n";
+  err << "mltunectl: error: the mltunectl service (" << path
+      << ") closed the connection before the exit code came (it ended, or dropped this client for not taking its "
+         "replies); `mltunectl active` shows the state of the node\n";
   return k_exit_failed;
 }
 
 void register_serve(CLI::App &app, Context &ctx) {
-  auto path = std::make_shared<std::string>(k_service_socket);
   auto *cmd = app.add_subcommand("serve", "Stay resident and run `switch` and `off` for mltunectl over a Unix socket "
-                                          "(the mltune-serve.socket unit): no process start, parse or thread scan "
-                                          "per switch");
-  cmd->add_option("--socket", *path, "The socket to listen on when systemd passes none")->capture_default_str();
-  cmd->callback([&ctx, path] { run_serve(ctx, *path); });
+                                          "(the mltune-serve.socket unit; MLTUNE_SOCKET names another for the "
+                                          "service and its clients): no process start, parse or thread scan per "
+                                          "switch");
+  cmd->callback([&ctx] { run_serve(ctx); });
 }
 
 } // namespace mltune::cli

@@ -6,6 +6,7 @@
 #include "mltune/metrics.hpp"
 #include "mltune/switch.hpp"
 
+#include <cstdlib>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -100,10 +101,13 @@ TEST_F(Cli, EverySubcommandInTheHelpIsRegistered) {
 // The service serves the live node only: with a fixture root (every run()
 // here passes --sysroot) it refuses to start, touching no socket.
 TEST_F(Cli, ServeRefusesASysroot) {
-  const auto r = run({"serve", "--socket", (fake.dir() / "s.sock").string()});
+  const std::string sock = (fake.dir() / "s.sock").string();
+  ::setenv("MLTUNE_SOCKET", sock.c_str(), 1);
+  const auto r = run({"serve"});
+  ::unsetenv("MLTUNE_SOCKET");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("--sysroot"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(fake.dir() / "s.sock"));
+  EXPECT_FALSE(std::filesystem::exists(sock));
 }
 
 TEST_F(Cli, ProfileListShowCheck) {

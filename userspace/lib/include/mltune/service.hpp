@@ -4,27 +4,46 @@
 // parsed before, nor a scan of every thread of the node (the thread index
 // below follows the proc connector instead).
 //
-// The protocol, over a SOCK_SEQPACKET Unix socket (k_service_socket, mode
-// 0600, root only; systemd's mltune-serve.socket or `mltunectl serve`):
+// The protocol (k_service_protocol 2), over a SOCK_SEQPACKET Unix socket
+// (service_socket_path(): $MLTUNE_SOCKET or k_service_socket, for the
+// service and its clients alike; mode 0600; systemd's mltune-serve.socket or
+// `mltunectl serve`), one message each:
 //
-//   request: "mltunectl\0<version>\0<start>\0<arg>\0<arg>\0..." with the
-//            client's stdout and stderr as SCM_RIGHTS, <start> the
-//            CLOCK_MONOTONIC nanoseconds at which the client started;
-//   reply:   "rc <exit code>" when the command ran (its output went to the
-//            client's own stdout and stderr), or "stale <version>" when the
-//            versions differ (the client runs the command itself; the
-//            service exits, so the next connection starts the installed one).
+//   request: "mltunectl\0<version>\0<start>\0<arg>\0<arg>\0...", <version>
+//            mltunectl's version and the protocol ("0.1.0/2"), <start> the
+//            CLOCK_MONOTONIC nanoseconds at which the client started.  It
+//            carries two descriptors of /dev/null only so that a service of
+//            protocol 1 (which required the client's stdout and stderr)
+//            answers "stale"; the service closes any descriptor that comes.
+//   replies: "out <bytes>" and "err <bytes>" (at most k_reply_chunk bytes
+//            each), the command's stdout and stderr in the order it wrote
+//            them, which the client writes to its own; then one of
+//            "rc <exit code>"   the command ran;
+//            "stale <version>"  the versions differ: the client runs the
+//                               command itself; the service exits, so the
+//                               next connection starts the installed one;
+//            "error <message>"  not run (a caller without CAP_SYS_ADMIN in
+//                               the initial user namespace, a malformed
+//                               request, a service that stops first).
 //
-// A client that finds no service runs the command itself; one whose service
-// ends before the reply reports it (exit 1) and does not run it again.
+// The service never writes to a client's descriptors and never waits for a
+// client: it captures a command's output and sends the replies without
+// blocking; a client that does not send its request, or take its replies,
+// within 5 s is dropped.  Commands run one at a time in the order the
+// connections were accepted; a client gone before its turn (its connection
+// hung up) has its command cancelled, not run.  A client that finds no
+// service runs the command itself; one whose service ends before the exit
+// code reports it (exit 1) and does not run it again.
 #pragma once
 
 #include "mltune/result.hpp"
 #include "mltune/sched.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +53,14 @@
 namespace mltune {
 
 inline constexpr std::string_view k_service_socket = "/run/mltune/mltunectl.sock";
+inline constexpr int k_service_protocol = 2;
+// The largest payload of one "out" or "err" reply.
+inline constexpr size_t k_reply_chunk = size_t{16} * 1024;
+
+// The socket of the service and of its clients: $MLTUNE_SOCKET when set (an
+// absolute path; anything else is an input error naming it), else
+// k_service_socket.
+Result<std::string> service_socket_path();
 
 struct ServiceRequest {
   std::string version;
@@ -66,16 +93,32 @@ private:
 // service listens there (no socket, or connection refused); the caller runs
 // the command itself.
 Result<ServiceConnection> service_connect(std::string_view path);
-// Sends `r` with `out_fd` and `err_fd` attached.
-Status service_send(const ServiceConnection &c, const ServiceRequest &r, int out_fd, int err_fd);
+// Sends `r`.
+Status service_send(const ServiceConnection &c, const ServiceRequest &r);
 
-// The reply a client waits for.
+// The end of the replies.
 struct ServiceReply {
-  enum class Kind { rc, stale, gone } kind = Kind::gone; // gone: closed without a reply
+  enum class Kind { rc, stale, error, gone } kind = Kind::gone; // gone: closed before the end
   int rc = 0;
-  std::string detail;
+  std::string detail; // stale: the service's version; error: why
 };
-Result<ServiceReply> service_wait(const ServiceConnection &c);
+// Receives the replies, writing the command's output to `out_fd` and
+// `err_fd` as it comes, until the end.
+Result<ServiceReply> service_wait(const ServiceConnection &c, int out_fd, int err_fd);
+
+// Whether the calling thread holds CAP_SYS_ADMIN in its effective set.
+bool holds_cap_sys_admin();
+// The service's rule for a peer, the kernel module's (capable(CAP_SYS_ADMIN)):
+// the process at the other end of `conn_fd` holds CAP_SYS_ADMIN, effective,
+// in the initial user namespace.  Read race-free: the peer's pidfd
+// (SO_PEERPIDFD, Linux 6.5), else SO_PEERCRED's pid and pidfd_open(), and
+// the process checked to be alive after its /proc files were read, so the
+// pid was not reused meanwhile.  An input error says why not.
+enum class PeerLookup {
+  pidfd,    // SO_PEERPIDFD where the kernel has it, else as peercred
+  peercred, // SO_PEERCRED and pidfd_open() (kernels before 6.5; tests)
+};
+Status authorize_peer(int conn_fd, PeerLookup how = PeerLookup::pidfd);
 
 // The listening socket of `mltunectl serve`: the one systemd passes
 // (LISTEN_FDS/LISTEN_PID, socket activation) or one bound at `path` (mode
@@ -90,18 +133,8 @@ public:
   ~ServiceListener();
   [[nodiscard]] int fd() const { return fd_; }
   [[nodiscard]] bool activated() const { return path_.empty(); }
-
-  // One accepted request: the peer's credentials are checked (root, or the
-  // service's own user) and its descriptors received.  Errors are per
-  // connection; the listener stays usable.
-  struct Accepted {
-    ServiceConnection conn;
-    ServiceRequest request;
-    int out_fd = -1; // owned by the caller from here on
-    int err_fd = -1;
-    int peer_pid = 0;
-  };
-  Result<Accepted> accept() const;
+  // The path the socket is bound to (getsockname), also for one systemd passed.
+  [[nodiscard]] std::string address() const;
 
 private:
   ServiceListener(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
@@ -109,7 +142,29 @@ private:
   std::string path_; // unlinked on destruction when bound here
 };
 
-Status service_reply(const ServiceConnection &c, const ServiceReply &r);
+// What serve_requests() does with a request, and how it reports.
+struct ServiceOptions {
+  // Requests of another version are answered "stale", and the service ends.
+  std::string version;
+  // Runs one command line (the request of an authorized client) with its
+  // output on `out` and `err`; returns the exit code.
+  std::function<int(const ServiceRequest &, std::ostream &out, std::ostream &err)> run;
+  // One line per command, client dropped or refused (the journal).
+  std::function<void(const std::string &)> log;
+  // Polled beside the sockets (the thread index); on_watch() when readable.
+  int watch_fd = -1;
+  std::function<void()> on_watch;
+  // Checked with SIGTERM and SIGINT blocked, which are let in only while the
+  // service waits (ppoll): true ends the service.
+  std::function<bool()> stop_requested;
+  std::chrono::milliseconds request_timeout{5000};
+  std::chrono::milliseconds reply_timeout{5000};
+};
+
+// Serves the connections of `listener` until stop_requested() or a client of
+// another version; each command's output goes back in replies.  An error
+// only when the service cannot go on (poll fails).
+Status serve_requests(const ServiceListener &listener, const ServiceOptions &options);
 
 // The node's threads and their names, kept current from the proc connector
 // (fork, exec, comm and exit events) after one scan of /proc, for a process

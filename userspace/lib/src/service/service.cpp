@@ -1,6 +1,6 @@
-// The socket of the resident switcher (mltune/service.hpp): the request
-// format, the client's connect/send/wait and the service's listener, with
-// the stdout and stderr of the client passed as SCM_RIGHTS.
+// The socket of the resident switcher (mltune/service.hpp): its path, the
+// request format, the client's connect/send/wait and the service's
+// listener.  The service's loop is serve.cpp, its check of a peer peer.cpp.
 #include "mltune/service.hpp"
 
 #include "base/unique_fd.hpp"
@@ -8,12 +8,12 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <utility>
@@ -26,7 +26,6 @@ constexpr std::string_view k_magic = "mltunectl";
 // A request is a command line: far below this.
 constexpr size_t k_max_request = size_t{64} * 1024;
 constexpr size_t k_max_args = 256;
-constexpr time_t k_request_timeout_s = 5;
 
 Result<sockaddr_un> unix_address(std::string_view path) {
   sockaddr_un sa{};
@@ -39,7 +38,40 @@ Result<sockaddr_un> unix_address(std::string_view path) {
   return sa;
 }
 
+// Writes all of `data` to `fd`; false when it cannot (the caller's stdout
+// closed or gone: the rest of its output is dropped, the exit code still
+// comes).
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
 } // namespace
+
+Result<std::string> service_socket_path() {
+  const char *env = std::getenv("MLTUNE_SOCKET");
+  if (env == nullptr) {
+    return std::string(k_service_socket);
+  }
+  const std::string p(env);
+  if (!p.starts_with('/')) {
+    return input_error("MLTUNE_SOCKET '" + p + "': not an absolute path (the service and its clients must name " +
+                       "the same socket from any directory)");
+  }
+  if (auto sa = unix_address(p); !sa) {
+    return with_context(sa.error(), "MLTUNE_SOCKET");
+  }
+  return p;
+}
 
 std::string encode_request(const ServiceRequest &r) {
   std::string s(k_magic);
@@ -122,64 +154,87 @@ Result<ServiceConnection> service_connect(std::string_view path) {
   return ServiceConnection(fd.release());
 }
 
-Status service_send(const ServiceConnection &c, const ServiceRequest &r, int out_fd, int err_fd) {
+Status service_send(const ServiceConnection &c, const ServiceRequest &r) {
   const std::string payload = encode_request(r);
   iovec iov{const_cast<char *>(payload.data()), payload.size()};
-  alignas(cmsghdr) std::array<char, CMSG_SPACE(2 * sizeof(int))> ctl{};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  msg.msg_control = ctl.data();
-  msg.msg_controllen = ctl.size();
-  cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-  cm->cmsg_level = SOL_SOCKET;
-  cm->cmsg_type = SCM_RIGHTS;
-  cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
-  const std::array<int, 2> fds{out_fd, err_fd};
-  std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(fds));
-  if (::sendmsg(c.fd(), &msg, MSG_NOSIGNAL) != static_cast<ssize_t>(payload.size())) {
+  // /dev/null twice: a service of protocol 1 takes a request only with two
+  // descriptors, and then answers "stale" (this one runs the command itself).
+  const UniqueFd null(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  alignas(cmsghdr) std::array<char, CMSG_SPACE(2 * sizeof(int))> ctl{};
+  if (null) {
+    msg.msg_control = ctl.data();
+    msg.msg_controllen = ctl.size();
+    cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    const std::array<int, 2> fds{null.get(), null.get()};
+    std::memcpy(CMSG_DATA(cm), fds.data(), sizeof(fds));
+  }
+  ssize_t n = 0;
+  do {
+    n = ::sendmsg(c.fd(), &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(payload.size())) {
     return sys_error("service: send the request", errno);
   }
   return {};
 }
 
-Result<ServiceReply> service_wait(const ServiceConnection &c) {
-  std::array<char, 256> buf{};
-  ssize_t n = 0;
-  do {
-    n = ::recv(c.fd(), buf.data(), buf.size(), 0);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    if (errno == ECONNRESET) {
-      return ServiceReply{};
+Result<ServiceReply> service_wait(const ServiceConnection &c, int out_fd, int err_fd) {
+  // Room for the largest reply, and a byte more to see a larger one.
+  std::string buf(k_reply_chunk + 64, '\0');
+  bool out_ok = true;
+  bool err_ok = true;
+  while (true) {
+    // MSG_TRUNC: the length of the message even where it does not fit.
+    const ssize_t n = ::recv(c.fd(), buf.data(), buf.size(), MSG_TRUNC);
+    if (n < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      if (errno == ECONNRESET) {
+        return ServiceReply{};
+      }
+      return sys_error("service: wait for the reply", errno);
     }
-    return sys_error("service: wait for the reply", errno);
-  }
-  const std::string_view s(buf.data(), static_cast<size_t>(n));
-  ServiceReply r;
-  if (n == 0) {
-    return r; // gone
-  }
-  if (s.starts_with("rc ")) {
-    const auto v = s.substr(3);
-    if (auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), r.rc); ec == std::errc() && p == v.end()) {
-      r.kind = ServiceReply::Kind::rc;
+    if (n == 0) {
+      return ServiceReply{}; // gone
+    }
+    if (static_cast<size_t>(n) > buf.size()) {
+      return failure("service: a reply of " + std::to_string(n) + " bytes (at most " + std::to_string(buf.size()) +
+                     ")");
+    }
+    const std::string_view s(buf.data(), static_cast<size_t>(n));
+    if (s.starts_with("out ")) {
+      out_ok = out_ok && write_all(out_fd, s.substr(4));
+      continue;
+    }
+    if (s.starts_with("err ")) {
+      err_ok = err_ok && write_all(err_fd, s.substr(4));
+      continue;
+    }
+    ServiceReply r;
+    if (s.starts_with("rc ")) {
+      const auto v = s.substr(3);
+      if (auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), r.rc); ec == std::errc() && p == v.end()) {
+        r.kind = ServiceReply::Kind::rc;
+        return r;
+      }
+    } else if (s.starts_with("stale ")) {
+      r.kind = ServiceReply::Kind::stale;
+      r.detail = std::string(s.substr(6));
+      return r;
+    } else if (s.starts_with("error ")) {
+      r.kind = ServiceReply::Kind::error;
+      r.detail = std::string(s.substr(6));
       return r;
     }
-  } else if (s.starts_with("stale ")) {
-    r.kind = ServiceReply::Kind::stale;
-    r.detail = std::string(s.substr(6));
-    return r;
+    return failure("service: unexpected reply '" + std::string(s.substr(0, 64)) + "'");
   }
-  return failure("service: unexpected reply '" + std::string(s) + "'");
-}
-
-Status service_reply(const ServiceConnection &c, const ServiceReply &r) {
-  const std::string s = r.kind == ServiceReply::Kind::stale ? "stale " + r.detail : "rc " + std::to_string(r.rc);
-  if (::send(c.fd(), s.data(), s.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(s.size())) {
-    return sys_error("service: send the reply", errno);
-  }
-  return {};
 }
 
 Result<ServiceListener> ServiceListener::open(std::string_view path) {
@@ -235,84 +290,21 @@ ServiceListener::ServiceListener(ServiceListener &&o) noexcept
   o.path_.clear();
 }
 
+std::string ServiceListener::address() const {
+  sockaddr_un sa{};
+  socklen_t len = sizeof(sa);
+  if (::getsockname(fd_, reinterpret_cast<sockaddr *>(&sa), &len) != 0 || sa.sun_family != AF_UNIX ||
+      len <= offsetof(sockaddr_un, sun_path)) {
+    return {};
+  }
+  return {sa.sun_path, ::strnlen(sa.sun_path, len - offsetof(sockaddr_un, sun_path))};
+}
+
 ServiceListener::~ServiceListener() {
   if (fd_ >= 0 && !path_.empty()) {
     (void)::unlink(path_.c_str());
   }
   UniqueFd(fd_).reset();
-}
-
-Result<ServiceListener::Accepted> ServiceListener::accept() const {
-  Accepted a;
-  a.conn = ServiceConnection(::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC));
-  if (a.conn.fd() < 0) {
-    return sys_error("service: accept", errno);
-  }
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (::getsockopt(a.conn.fd(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    return sys_error("service: SO_PEERCRED", errno);
-  }
-  a.peer_pid = cred.pid;
-  if (cred.uid != 0 && cred.uid != ::geteuid()) {
-    return input_error("service: refused uid " + std::to_string(cred.uid) + " (pid " + std::to_string(cred.pid) +
-                       "): root only");
-  }
-  // A client sends its request right after connecting; one that does not
-  // (stopped, hung) must not hold the service, which serves one at a time.
-  const timeval wait_for_request{k_request_timeout_s, 0};
-  (void)::setsockopt(a.conn.fd(), SOL_SOCKET, SO_RCVTIMEO, &wait_for_request, sizeof(wait_for_request));
-  std::string buf(k_max_request + 1, '\0');
-  iovec iov{buf.data(), buf.size()};
-  alignas(cmsghdr) std::array<char, CMSG_SPACE(4 * sizeof(int))> ctl{};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = ctl.data();
-  msg.msg_controllen = ctl.size();
-  ssize_t n = 0;
-  do {
-    n = ::recvmsg(a.conn.fd(), &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      return input_error("service: pid " + std::to_string(cred.pid) + " sent no request within " +
-                         std::to_string(k_request_timeout_s) + " s");
-    }
-    return sys_error("service: receive a request", errno);
-  }
-  if (n == 0) {
-    // A probe (another `mltunectl serve` checking for a live service) or a
-    // client that went away before sending.
-    return input_error("service: pid " + std::to_string(cred.pid) + " closed the connection without a request");
-  }
-  // Every descriptor that came is owned here first, so none leaks.
-  std::vector<UniqueFd> fds;
-  for (cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
-    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-      const size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < k; ++i) {
-        int f = -1;
-        std::memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-        fds.emplace_back(f);
-      }
-    }
-  }
-  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
-    return input_error("service: request or its descriptors truncated");
-  }
-  if (fds.size() != 2) {
-    return input_error("service: a request passes stdout and stderr (" + std::to_string(fds.size()) +
-                       " descriptors came)");
-  }
-  auto req = decode_request(std::string_view(buf.data(), static_cast<size_t>(n)));
-  if (!req) {
-    return with_context(req.error(), "service");
-  }
-  a.request = std::move(*req);
-  a.out_fd = fds[0].release();
-  a.err_fd = fds[1].release();
-  return a;
 }
 
 } // namespace mltune
