@@ -298,6 +298,112 @@ serve_checks() {
 	t_check "serve: training still active and in line" mltunectl verify training
 }
 # ---- end of the resident switcher's checks ------------------------------------------
+# ---- the units' sandboxes ------------------------------------------------------
+# Each unit's exposure as `systemd-analyze security` rates it (0 to 10; up
+# to 4.0 is "OK") may not rise above its bound: the figure measured in this
+# guest when the sandboxes were made, plus a little (admin guide, "The
+# units' sandboxes", has both). That the units still do their jobs inside
+# them is what the rest of this test shows; the checks here add the parts
+# it does not reach.
+SANDBOX_BOUNDS="mltune.service:4.0 mltune-serve.service:3.5 mltune-watch.service:2.5 mltune-metrics.service:2.2"
+
+# exposure UNIT: the overall figure, e.g. "3.7".
+exposure() {
+	systemd-analyze security --no-pager "$1" 2>&1 |
+		sed -n 's/.*[Oo]verall exposure level for [^:]*: \([0-9][0-9.]*\).*/\1/p'
+}
+# within_bound UNIT BOUND: its exposure is at most BOUND; what lowers the
+# figure is listed on failure.
+within_bound() {
+	e=$(exposure "$1")
+	[ -n "$e" ] || { systemd-analyze security --no-pager "$1" 2>&1 | tail -n 5; return 1; }
+	awk -v e="$e" -v b="$2" 'BEGIN { exit !(e + 0 <= b + 0) }' && return 0
+	echo "$1: exposure $e, bound $2"
+	systemd-analyze security --no-pager "$1" 2>&1 | grep -v '^ *✓' | tail -n 40
+	return 1
+}
+sandbox_exposure() {
+	for ub in $SANDBOX_BOUNDS; do
+		u=${ub%:*}
+		t_diag "systemd-analyze security $u: exposure $(exposure "$u") (bound ${ub#*:})"
+		t_check "$u: systemd-analyze security exposure at most ${ub#*:}" within_bound "$u" "${ub#*:}"
+	done
+}
+
+# writable PID PATH / read_only PID PATH / hidden PID PATH: what PATH is in
+# the mount namespace of process PID (a unit's sandbox), tried as root.
+in_ns() { _p=$1; shift; nsenter -t "$_p" -m -- "$@"; }
+writable() { in_ns "$1" test -w "$2" || { echo "$2: not writable in the sandbox of pid $1"; return 1; }; }
+read_only() {
+	in_ns "$1" test -e "$2" || { echo "$2: missing in the sandbox of pid $1"; return 1; }
+	! in_ns "$1" test -w "$2" || { echo "$2: writable in the sandbox of pid $1"; return 1; }
+}
+hidden() { ! in_ns "$1" test -e "$2" || { echo "$2: visible in the sandbox of pid $1"; return 1; }; }
+
+# The watcher writes cgroups (feeder placement) and its state, nothing else.
+watcher_sandbox() {
+	p=$(systemctl show -P MainPID mltune-watch.service)
+	[ "${p:-0}" != 0 ] || { echo "mltune-watch.service has no main process"; return 1; }
+	writable "$p" /sys/fs/cgroup/cgroup.procs && writable "$p" /run/mltune &&
+		read_only "$p" /proc/sys/vm/swappiness && read_only "$p" /sys/kernel/mm/transparent_hugepage/enabled &&
+		read_only "$p" /etc/mltune/mltune.toml && read_only "$p" /home/trainer && read_only "$p" /usr/sbin
+}
+# The resident switcher writes what a switch or off changes; the rest of
+# the system is read-only, home directories are not there.
+serve_sandbox() {
+	p=$(systemctl show -P MainPID mltune-serve.service)
+	[ "${p:-0}" != 0 ] || { echo "mltune-serve.service has no main process"; return 1; }
+	writable "$p" /proc/sys/vm/swappiness && writable "$p" /sys/kernel/mltune/profile &&
+		writable "$p" /sys/fs/cgroup/cgroup.procs && writable "$p" /run/mltune && writable "$p" /etc/mltune &&
+		writable "$p" /etc/default && read_only "$p" /etc/passwd && read_only "$p" /usr/sbin &&
+		read_only "$p" /var/lib/dpkg && hidden "$p" /home/trainer
+}
+# A trainer's NCCL threads (nccl_mimic, which names them as NCCL does) get
+# the training profile's SCHED_DEADLINE from the sandboxed watcher, and the
+# service thread can still create threads (reset-on-fork).
+MIMIC=/tmp/sandbox-mimic
+policy_of() { stat_of "/proc/$1/task/$2" policy; }
+watcher_sets_deadline() {
+	rm -f $MIMIC.release
+	runuser -u trainer -- nccl_mimic --delay 200 --spawn-after 2000 --run 120000 --hold $MIMIC.release >$MIMIC.log &
+	i=0
+	while ! grep -q "^spawn result" $MIMIC.log && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	mpid=$(sed -n 's/^ready pid=//p' $MIMIC.log)
+	ok=0
+	for tid in $(sed -n 's/^named tid=\([0-9]*\) .*/\1/p' $MIMIC.log); do
+		i=0
+		while [ "$(policy_of "$mpid" "$tid")" != 6 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+		if [ "$(policy_of "$mpid" "$tid")" = 6 ]; then ok=$((ok + 1)); else
+			echo "thread $tid ($(cat "/proc/$mpid/task/$tid/comm")): policy $(policy_of "$mpid" "$tid")"; fi
+	done
+	touch $MIMIC.release
+	wait
+	cat $MIMIC.log
+	[ "$ok" = 2 ] && grep -q "^spawn result=ok" $MIMIC.log ||
+		{ journal mltune-watch.service | tail -n 10; return 1; }
+}
+# udevadm settle (mltune.service's ExecStartPre=, whose failure the unit
+# ignores) ran and succeeded inside the sandbox.
+settle_ran() {
+	systemctl show -P ExecStartPre mltune.service | tee /dev/stderr | grep -q "code=exited ; status=0 "
+}
+# mltune-metrics.service runs and writes the textfile node_exporter reads.
+metrics_writes_textfile() {
+	rm -f $TEXTFILE
+	systemctl start mltune-metrics.service &&
+		[ "$(systemctl show -P Result mltune-metrics.service)" = success ] &&
+		grep -q '^mltune_profile_active{.*} 1$' $TEXTFILE &&
+		[ "$(stat -c '%U %a' $TEXTFILE)" = "root 644" ] ||
+		{ ls -l $TEXTFILE; journal mltune-metrics.service | tail -n 5; return 1; }
+}
+sandbox_checks() {
+	sandbox_exposure
+	t_check "mltune-metrics.service writes $TEXTFILE in its sandbox" metrics_writes_textfile
+	t_check "udevadm settle succeeded in mltune.service's sandbox" settle_ran
+	t_check "the watcher's sandbox: cgroups and /run/mltune writable, the rest read-only" watcher_sandbox
+	t_check "the watcher gives a trainer's NCCL threads SCHED_DEADLINE from its sandbox" watcher_sets_deadline
+	t_check "mltune-serve.service's sandbox: what a switch changes writable, the rest not" serve_sandbox
+}
 
 purge() {
 	DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mltunectl mltune-dkms >/tmp/purge.log 2>&1 ||
@@ -353,6 +459,7 @@ booted() {
 
 	t_check "node_exporter serves mltunectl metrics: training active, in line" exporter_serves_training
 	t_check "... and inference after switch inference, training after switching back" exporter_follows_switch
+	sandbox_checks
 	t_check "mltune-serve.socket listens on /run/mltune/mltunectl.sock" serve_socket_listens
 	t_check "those switches ran in mltune-serve.service (its journal)" switches_were_served
 	t_check "after the service is killed, the next switch starts it again" served_after_kill
