@@ -14,6 +14,14 @@ die() { echo "sid-chroot.sh: $*" >&2; exit 1; }
 
 ensure() {
 	local k=$1 dir=$CACHE/sid-chroot-$1 tmp
+	# An external-module build whose M= directory went away while it ran (a
+	# source tree removed under a killed check) makes kbuild write its
+	# output, and a Makefile of its own, into the headers: such a chroot is
+	# made anew rather than used.
+	if [ -f "$dir/.complete" ] && grep -qs '^export KBUILD_EXTMOD' "$dir/usr/src/linux-headers-$k/Makefile"; then
+		echo "sid-chroot.sh: the headers in $dir were written by an interrupted build: making the chroot anew" >&2
+		rm -f "$dir/.complete"
+	fi
 	if [ -f "$dir/.complete" ]; then echo "$dir"; return; fi
 	command -v debootstrap >/dev/null || die "debootstrap missing (run 'make deps')"
 	echo "sid-chroot.sh: creating build chroot for $k in $dir (about a minute)" >&2

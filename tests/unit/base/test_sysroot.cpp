@@ -22,7 +22,6 @@
 
 namespace fs = std::filesystem;
 using mltune::Sysroot;
-using mltune::WriteOptions;
 using mltune::test::FakeSysroot;
 
 namespace {
