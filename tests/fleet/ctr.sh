@@ -5,8 +5,11 @@
 # ctr [UNSHARE-OPTIONS] -- CMD...: CMD in a container: a mount namespace
 # whose root is a tmpfs with the guest's /usr and /etc bound read-only (the
 # image), a proc of the container's PID namespace, a read-only sysfs (as a
-# container runtime mounts them), and the node at /host.
+# container runtime mounts them), and the node at /host. C names the
+# directory where the container's root is mounted (in its own namespace:
+# containers at the same time may share it).
 ctr() {
+	[ -n "${C:-}" ] || { echo "ctr: C (the container root's mount point) is not set" >&2; return 2; }
 	opts=""
 	while [ "$1" != -- ]; do opts="$opts $1"; shift; done
 	shift

@@ -29,6 +29,7 @@ for b in $M ethtool jq curl python3 bash unshare; do
 done
 t_plan 15
 T=/var/tmp/mltune-k8s-node # /run is noexec
+C=$T/root                  # where each pod's container root is mounted (ctr)
 API=$T/api
 NODE=$(hostname -s)
 rm -rf "$T"
