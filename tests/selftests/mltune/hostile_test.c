@@ -17,11 +17,12 @@
  * gone the pool is whole. Counts of tries, acceptances and refusals (by
  * errno) are printed; the VM bed fails the run on any kernel splat.
  *
- * MLTUNE_HOSTILE_WRITES overrides the number of mutated writes (100000:
- * two to three minutes in an idle TCG guest, and over 20 minutes while
- * stress-ng --cpu 2 --vm 1 --vm-bytes 2G loads the host, hence the
- * timeouts: hang detectors, not speed checks);
- * MLTUNE_HOSTILE_SEED the generator's seed (printed, to replay a run).
+ * Sizes (mltune_size()): 5000 mutated writes and 5000 /dev/mltune calls by
+ * default (about 15 s in an idle TCG guest), 30000 and 10000 with
+ * MLTUNE_SOAK=1 (a few minutes there; 100000 writes took 15 minutes, and
+ * over 20 while stress-ng loaded the host); MLTUNE_HOSTILE_WRITES and
+ * MLTUNE_HOSTILE_DEV_CALLS set either count; MLTUNE_HOSTILE_SEED the
+ * generator's seed (printed, to replay a run).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -40,8 +41,10 @@
 
 #include "snapshot.h"
 
-#define WRITES		100000
-#define DEV_CALLS	10000
+#define WRITES		5000
+#define SOAK_WRITES	30000
+#define DEV_CALLS	5000
+#define SOAK_DEV_CALLS	10000
 #define HP		MLTUNE_HUGEPOOL_PAGE_SIZE
 #define DEV_PAGES	4	/* node 0's pool during the /dev/mltune test */
 #define SCRATCH		"hostile"
@@ -337,8 +340,8 @@ FIXTURE_TEARDOWN(hostile)
 
 TEST_F_TIMEOUT(hostile, generated_writes, 2700)
 {
-	const char *env = getenv("MLTUNE_HOSTILE_WRITES");
-	long writes = env ? atol(env) : WRITES, i, refused = 0, accepted = 0;
+	long writes = mltune_size("MLTUNE_HOSTILE_WRITES", WRITES, SOAK_WRITES);
+	long i, refused = 0, accepted = 0;
 	static char buf[2 * 4096 + 64];
 	char msg[1024];
 	const char *changed;
@@ -571,8 +574,7 @@ static int dev_use(char *p, size_t len, int prot)
 
 TEST_F_TIMEOUT(hostile, dev_misuse, 2700)
 {
-	const char *env = getenv("MLTUNE_HOSTILE_DEV_CALLS");
-	long calls = env ? atol(env) : DEV_CALLS;
+	long calls = mltune_size("MLTUNE_HOSTILE_DEV_CALLS", DEV_CALLS, SOAK_DEV_CALLS);
 	long maps = 0, mapped_ok = 0, ioctls = 0, ioctl_ok = 0, i;
 	static int nerr[4096];
 	struct mltune_hugepool_info info;

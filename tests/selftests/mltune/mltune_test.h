@@ -126,6 +126,22 @@ static inline int mltune_unload_module_wait(void)
 	return -EBUSY;
 }
 
+/*
+ * A loop size. The default run keeps each program within the kselftest
+ * default timeout (45 s) on an idle KVM guest; MLTUNE_SOAK=1 asks for the
+ * soak sizes (make check asks for them in one guest); a number in the
+ * variable @env (when not NULL) overrides both.
+ */
+static inline long mltune_size(const char *env, long dflt, long soak)
+{
+	const char *v = env ? getenv(env) : NULL;
+	const char *s = getenv("MLTUNE_SOAK");
+
+	if (v && *v)
+		return atol(v);
+	return s && *s && strcmp(s, "0") ? soak : dflt;
+}
+
 /* Load the module again with the test bed's $MLTUNE_KO_ARGS. */
 static inline int mltune_reload_module(void)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unloading restores the baseline (unless keep_on_unload=1), and 100
- * cycles of load, switches, a pool page reserved, mapped, written and
+ * Unloading restores the baseline (unless keep_on_unload=1), and 40
+ * cycles (100 with MLTUNE_SOAK=1) of load, switches, a pool page reserved, mapped, written and
  * unmapped, and unload leak nothing measurable: Slab in /proc/meminfo
  * (after dropping caches) grows by less than SLAB_TOLERANCE_KB and
  * VmallocUsed (the module's own memory, its pool bookkeeping) by less than
@@ -23,7 +23,8 @@
 #include "profile_util.h"
 #include "../kselftest_harness.h"
 
-#define CYCLES			100
+#define CYCLES			40
+#define SOAK_CYCLES		100
 #define WARMUP			20
 /*
  * Measured in the TCG guest (6.12, busybox): after 20 warm-up cycles Slab
@@ -31,9 +32,9 @@
  * up and draining), 7.2 up to 380 kB per 100; with a pool page mapped in
  * each cycle 6.12 +312..+788 kB, 7.2 +180, 6.1 +228 (spread over proc
  * inodes, dentries, files and tasks: no cache of the module's own grows
- * with the cycles). 1 MiB over 100 cycles is
- * 10 KiB per cycle: leaking the module's per-load state (built-in knob
- * sets, baseline, kernfs nodes, workqueue, a proc superblock) shows;
+ * with the cycles). 1 MiB over 40 cycles is 26 KiB per cycle, over the
+ * soak's 100 cycles 10 KiB: leaking the module's per-load state (built-in
+ * knob sets, baseline, kernfs nodes, workqueue, a proc superblock) shows;
  * per-switch leaks are caught by the storm test's Slab check.
  */
 #define SLAB_TOLERANCE_KB	1024
@@ -159,6 +160,7 @@ static int pool_round(void)
 TEST_F_TIMEOUT(unload, cycles_leak_nothing, 300)
 {
 	long before = 0, after, vm_before = 0, vm_after;
+	long cycles = mltune_size(NULL, CYCLES, SOAK_CYCLES);
 	double t0 = now_s();
 	int i, err = 0;
 
@@ -166,7 +168,7 @@ TEST_F_TIMEOUT(unload, cycles_leak_nothing, 300)
 	norig = record_orig();
 	ASSERT_LT(10, norig);
 
-	for (i = 0; i < WARMUP + CYCLES; i++) {
+	for (i = 0; i < WARMUP + cycles; i++) {
 		if (i == WARMUP) {
 			ASSERT_EQ(0, mltune_unload_module_wait());
 			before = slab_kb();
@@ -185,8 +187,8 @@ TEST_F_TIMEOUT(unload, cycles_leak_nothing, 300)
 	vm_after = meminfo_kb("VmallocUsed");
 	ASSERT_EQ(0, mltune_load_module(""));
 	EXPECT_EQ(0, err);
-	ksft_print_msg("%d cycles in %.1f s; Slab %ld kB -> %ld kB (tolerance %d kB)\n",
-		       CYCLES, now_s() - t0, before, after, SLAB_TOLERANCE_KB);
+	ksft_print_msg("%ld cycles in %.1f s; Slab %ld kB -> %ld kB (tolerance %d kB)\n",
+		       cycles, now_s() - t0, before, after, SLAB_TOLERANCE_KB);
 	ksft_print_msg("VmallocUsed %ld kB -> %ld kB (tolerance %d kB)\n",
 		       vm_before, vm_after, VMALLOC_TOLERANCE_KB);
 	EXPECT_LT(after - before, SLAB_TOLERANCE_KB);
@@ -194,8 +196,10 @@ TEST_F_TIMEOUT(unload, cycles_leak_nothing, 300)
 	EXPECT_EQ(0, count_mismatches(orig, norig, true));
 }
 
-#define KILLS		30
-#define STORM_ROUNDS	10
+#define KILLS		10
+#define SOAK_KILLS	30
+#define STORM_ROUNDS	4
+#define SOAK_STORM_ROUNDS 10
 #define STORM_WRITERS	4
 
 /* A child switching between the two built-in profiles until it fails. */
@@ -228,6 +232,7 @@ static int active_mismatches(char *name, size_t len)
 TEST_F_TIMEOUT(unload, killed_writer_leaves_one_profile, 300)
 {
 	unsigned int seed = (unsigned int)now_s();
+	int kills = mltune_size(NULL, KILLS, SOAK_KILLS);
 	long long gen0;
 	char name[64];
 	int i, status;
@@ -235,7 +240,7 @@ TEST_F_TIMEOUT(unload, killed_writer_leaves_one_profile, 300)
 	ASSERT_EQ(0, switch_to("baseline"));
 	norig = record_orig();
 	ASSERT_LT(10, norig);
-	for (i = 0; i < KILLS; i++) {
+	for (i = 0; i < kills; i++) {
 		pid_t pid;
 
 		gen0 = read_generation();
@@ -250,7 +255,7 @@ TEST_F_TIMEOUT(unload, killed_writer_leaves_one_profile, 300)
 		EXPECT_EQ(0, active_mismatches(name, sizeof(name)))
 			TH_LOG("kill %d: knobs are not those of '%s'", i, name);
 	}
-	ksft_print_msg("%d writers killed mid-loop, each left one whole profile\n", KILLS);
+	ksft_print_msg("%d writers killed mid-loop, each left one whole profile\n", kills);
 	ASSERT_EQ(0, switch_to("baseline"));
 	EXPECT_EQ(0, count_mismatches(orig, norig, true));
 }
@@ -258,13 +263,14 @@ TEST_F_TIMEOUT(unload, killed_writer_leaves_one_profile, 300)
 TEST_F_TIMEOUT(unload, rmmod_during_switch_storm, 300)
 {
 	pid_t pid[STORM_WRITERS];
+	int rounds = mltune_size(NULL, STORM_ROUNDS, SOAK_STORM_ROUNDS);
 	long long gen0;
 	int r, w, status;
 
 	ASSERT_EQ(0, switch_to("baseline"));
 	norig = record_orig();
 	ASSERT_LT(10, norig);
-	for (r = 0; r < STORM_ROUNDS; r++) {
+	for (r = 0; r < rounds; r++) {
 		gen0 = read_generation();
 		for (w = 0; w < STORM_WRITERS; w++) {
 			pid[w] = switcher();
@@ -282,7 +288,7 @@ TEST_F_TIMEOUT(unload, rmmod_during_switch_storm, 300)
 		ASSERT_EQ(0, mltune_reload_module()) TH_LOG("round %d", r);
 	}
 	ksft_print_msg("%d unloads during storms of %d writers: baseline exact each time\n",
-		       STORM_ROUNDS, STORM_WRITERS);
+		       rounds, STORM_WRITERS);
 }
 
 int main(int argc, char **argv)
