@@ -17,30 +17,23 @@ echo "clang-format: clean (${#files[@]} files)"
 [ -f "$build/compile_commands.json" ] || { echo "lint: configure $build first" >&2; exit 2; }
 mapfile -t tus < <(printf '%s\n' "${files[@]}" | grep -E '\.cpp$' | grep -v '^tests/fuzz/')
 
-# A translation unit that passed before with the same text, the same project
-# headers (and embedded profiles, BPF sources, .clang-tidy), the same
-# compile command and the same clang-tidy is not checked again: the cache
-# key of each passing unit is kept in $MLTUNE_CACHE/clang-tidy.
+# A translation unit that passed before with the same text, the same
+# compile command, the same files it includes (ninja's dependency log:
+# project and generated headers by content) and the same clang-tidy and
+# .clang-tidy is not checked again: the cache key of each passing unit
+# (scripts/tidy-keys.py) is kept in $MLTUNE_CACHE/clang-tidy. MLTUNE_TIDY_ALL=1
+# checks every unit.
 cache=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}/clang-tidy
 mkdir -p "$cache"
 common=$({
 	clang-tidy-16 --version
-	git ls-files -s -- userspace tests/unit bpf kmod/include .clang-tidy | grep -E '\.(h|hpp|bpf\.c|toml)$|\.clang-tidy$'
+	git hash-object .clang-tidy
 } | sha256sum | cut -c1-64)
-key_of() { # key_of TU: the unit's text and its compile command (paths relative to the tree)
-	{
-		echo "$common"
-		git hash-object "$1"
-		jq -r --arg f "$PWD/$1" '.[] | select(.file == $f) | .command // (.arguments | join(" "))' \
-			"$build/compile_commands.json" | sed "s|$PWD/||g; s|$(cd "$build" && pwd)/||g"
-	} | sha256sum | cut -c1-64
-}
 todo=() keys=()
-for tu in "${tus[@]}"; do
-	k=$(key_of "$tu")
-	[ -e "$cache/$k" ] && continue
+while read -r k tu; do
+	[ "${MLTUNE_TIDY_ALL:-0}" != 1 ] && [ -e "$cache/$k" ] && continue
 	todo+=("$tu"); keys+=("$k")
-done
+done < <(scripts/tidy-keys.py "$build" "$common" "${tus[@]}")
 if [ ${#todo[@]} = 0 ]; then
 	echo "clang-tidy-16: clean (${#tus[@]} files, all unchanged since their last clean check)"
 	exit 0
