@@ -46,8 +46,10 @@ description = "drift attribution test: one managed sysctl"
 [sysctl]
 "vm.swappiness" = { value = 1, reason = "a managed setting for the planted writer" }
 EOF
-"$CTL" switch $W/drift.toml >$W/switch.out 2>&1 || t_diag "switch: $(tail -n 1 $W/switch.out)"
-[ "$(cat /proc/sys/vm/swappiness)" = 1 ] || echo 1 > /proc/sys/vm/swappiness
+# The switch itself must hold: nothing below is set by hand.
+"$CTL" switch $W/drift.toml >$W/switch.out 2>&1 && [ "$(cat /proc/sys/vm/swappiness)" = 1 ] &&
+	t_ok "switch to the one-knob profile: vm.swappiness = 1" ||
+	{ t_fail "switch to the one-knob profile: vm.swappiness = 1"; sed 's/^/# /' $W/switch.out; }
 
 out=$($PLANT write mlt-writer /proc/sys/vm/swappiness 60 /proc/irq/$IRQ/smp_affinity_list 1)
 PID=${out#pid }
@@ -77,15 +79,9 @@ for f in smp_affinity smp_affinity_list; do
 done
 [ $ok = 1 ] && t_ok "drift show names the writer of IRQ $IRQ's affinity" ||
 	{ t_fail "drift show names the writer of IRQ $IRQ's affinity"; sed 's/^/# /' $W/irq.json; }
-# If verify covers IRQ affinities, it names the writer there too.
-n=$(jq --arg i "/proc/irq/$IRQ/" '[.differences[] | select(.path | startswith($i))] | length' $W/v.json)
-if [ "$n" != 0 ]; then
-	jq -e --argjson p "$PID" --arg i "/proc/irq/$IRQ/" '.differences[] | select(.path | startswith($i)) |
-		.changed_by | select(.pid == $p)' $W/v.json >/dev/null &&
-		t_ok "verify names the IRQ affinity's writer" || t_fail "verify names the IRQ affinity's writer"
-else
-	t_skip "verify names the IRQ affinity's writer (verify does not check IRQ affinities)"
-fi
+# (verify checks no IRQ affinity of this one-knob profile: the writer of an
+# IRQ's affinity is named by drift show above; the NIC suite checks verify's
+# IRQ differences.)
 
 # Scheduling of a thread.
 $PLANT sleep victim 100000 & S=$!
