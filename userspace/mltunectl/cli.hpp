@@ -133,7 +133,7 @@ bool forwardable(const std::vector<std::string> &args);
 // Runs the command line in the service at `socket` (empty: the one
 // service_socket_path() names, $MLTUNE_SOCKET or the default) when it is
 // forwardable, the caller holds CAP_SYS_ADMIN and a service listens there
-// (and MLTUNE_NO_SERVICE and MLTUNE_FAIL_STEP are unset); the output it
+// (and MLTUNE_NO_SERVICE, MLTUNE_FAIL_STEP and MLTUNE_STOP_AT are unset); the output it
 // sends back goes to this process's stdout and stderr.  The exit code, or
 // nullopt: run it here.
 std::optional<int> forward(const std::vector<std::string> &args, std::ostream &err, std::string_view socket = {});

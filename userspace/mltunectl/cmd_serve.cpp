@@ -140,7 +140,8 @@ bool forwardable(const std::vector<std::string> &args) {
 }
 
 std::optional<int> forward(const std::vector<std::string> &args, std::ostream &err, std::string_view socket) {
-  if (std::getenv("MLTUNE_NO_SERVICE") != nullptr || std::getenv("MLTUNE_FAIL_STEP") != nullptr || !forwardable(args)) {
+  if (std::getenv("MLTUNE_NO_SERVICE") != nullptr || std::getenv("MLTUNE_FAIL_STEP") != nullptr ||
+      std::getenv("MLTUNE_STOP_AT") != nullptr || !forwardable(args)) {
     return std::nullopt;
   }
   std::string path(socket);

@@ -165,6 +165,9 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   if (const char *f = std::getenv("MLTUNE_FAIL_STEP")) { // tests: Documentation/mltunectl.rst
     opt.fail_after = f;
   }
+  if (const char *s = std::getenv("MLTUNE_STOP_AT")) { // tests: Documentation/mltunectl.rst
+    opt.stop_at = s;
+  }
   opt.progress = ctx.step_progress();
   auto done = sw.run(opt);
   if (opt.progress) {

@@ -3,6 +3,7 @@
 // temporary name is ever followed by a write.
 #include "base/beneath.hpp"
 #include "base/file_lock.hpp"
+#include "base/process.hpp"
 #include "base/sysroot_fd.hpp"
 #include "fake_sysroot.hpp"
 #include "mltune/sysroot.hpp"
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -337,6 +339,63 @@ TEST(FileLockFile, RemovedOnReleaseAndNeverHeldTwice) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// A lock passed to children: a program run with it keeps the lock after
+// this process lets go (a killed switch's modprobe holds the node lock until
+// it ends); a program run without it does not have the descriptor.
+TEST(FileLockFile, PassedToChildrenOutlivesTheHolder) {
+  FakeSysroot fake;
+  const fs::path path = fake.dir() / "run/mltune/x.lock";
+  auto lock = mltune::FileLock::acquire(fake.root(), "/run/mltune/x.lock");
+  ASSERT_TRUE(lock);
+  EXPECT_TRUE(mltune::FileLock::passed_to_children().empty());
+  lock->pass_to_children();
+  const std::vector<int> fds = mltune::FileLock::passed_to_children();
+  ASSERT_EQ(fds.size(), 1U);
+  const std::string fd = std::to_string(fds[0]);
+  using mltune::detail::CommandOutput;
+  using mltune::detail::run_command;
+
+  auto without = run_command({"sh", "-c", "test -e /proc/self/fd/" + fd}, CommandOutput::stdout_stderr);
+  ASSERT_TRUE(without);
+  EXPECT_EQ(without->status, 1) << "a close-on-exec descriptor reached the program";
+  EXPECT_EQ(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC) << "still close-on-exec here";
+
+  // The program leaves a child behind that has the descriptor, as modprobe
+  // would be left running by a killed switch.
+  auto orphan =
+      run_command({"sh", "-c", "test -e /proc/self/fd/" + fd + " && { sleep 600 >/dev/null 2>&1 & echo $!; }"},
+                  CommandOutput::stdout_only, fds);
+  ASSERT_TRUE(orphan);
+  ASSERT_EQ(orphan->status, 0) << "the kept descriptor did not reach the program";
+  const pid_t pid = std::stoi(orphan->output);
+  EXPECT_EQ(fcntl(fds[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC) << "close-on-exec cleared here";
+
+  lock = mltune::FileLock::acquire(fake.root(), "/run/mltune/other.lock").value(); // lets x.lock go
+  EXPECT_TRUE(mltune::FileLock::passed_to_children().empty());
+  const int probe = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(probe, 0);
+  EXPECT_NE(::flock(probe, LOCK_EX | LOCK_NB), 0) << "the orphan does not hold the lock";
+  EXPECT_EQ(errno, EWOULDBLOCK);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  // The event, not a time: the lock is free once the orphan is gone.
+  bool taken = false;
+  for (int i = 0; i < 200000 && !taken; ++i) {
+    taken = ::flock(probe, LOCK_EX | LOCK_NB) == 0;
+    if (!taken) {
+      ::usleep(100);
+    }
+  }
+  EXPECT_TRUE(taken);
+  ::close(probe);
+}
+
+TEST(RunCommand, RefusesToKeepTheStandardDescriptors) {
+  const std::vector<int> fds{1};
+  auto r = mltune::detail::run_command({"true"}, mltune::detail::CommandOutput::inherit, fds);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("descriptor 1 cannot be kept"), std::string::npos) << r.error().message;
 }
 
 TEST(FileLockFile, RemovalLeavesNoFile) {

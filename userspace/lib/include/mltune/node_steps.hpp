@@ -87,10 +87,14 @@ public:
   [[nodiscard]] const std::vector<std::string> &in_use() const { return in_use_; }
   // Modules baseline() unloaded (one already gone is not listed).
   [[nodiscard]] const std::vector<std::string> &unloaded() const { return unloaded_; }
+  // TransactionOptions::stop_at inside apply(): "modules/recorded" (the
+  // modules to load are recorded, none is loaded yet).
+  void stop_at(std::string point) { stop_at_ = std::move(point); }
 
 private:
   const Profile &profile_;
   const Sysroot &root_;
+  std::string stop_at_;
   std::unique_ptr<ModuleLoader> live_;
   ModuleLoader *loader_;
   std::vector<const KernelModule *> todo_;

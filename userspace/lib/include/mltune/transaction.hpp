@@ -63,7 +63,16 @@ struct TransactionOptions {
   // fails right after its apply() succeeded, so it and every step before it
   // are rolled back.
   std::string fail_after;
+  // A test hook (mltunectl: MLTUNE_STOP_AT): the process stops itself
+  // (SIGSTOP) at the named point, "STEP/applied" after a step's apply(), so
+  // a test can kill it there (the modules step has "modules/recorded" too,
+  // ModuleStep::stop_at()).
+  std::string stop_at;
 };
+
+// The process stops itself (SIGSTOP) when `point` is `stop_at`: the
+// TransactionOptions::stop_at test hook.
+void stop_point(std::string_view stop_at, std::string_view point);
 
 struct TransactionReport {
   std::vector<std::string> applied; // step names, in order

@@ -7,7 +7,9 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <mutex>
 #include <string>
 
 namespace mltune {
@@ -17,6 +19,17 @@ namespace {
 std::string parent_of(std::string_view abs) {
   const size_t slash = abs.rfind('/');
   return slash == 0 || slash == std::string_view::npos ? std::string("/") : std::string(abs.substr(0, slash));
+}
+
+// The descriptors of held locks passed on to children (pass_to_children());
+// an entry lives from pass_to_children() to release().
+struct PassedFds {
+  std::mutex mu;
+  std::vector<int> fds; // guarded by mu
+};
+PassedFds &passed() {
+  static PassedFds p;
+  return p;
 }
 
 // Whether `fd` is still the file at `abs` (not removed or replaced since
@@ -73,7 +86,23 @@ FileLock::~FileLock() {
   release();
 }
 
+void FileLock::pass_to_children() {
+  if (fd_) {
+    const std::lock_guard<std::mutex> g(passed().mu);
+    passed().fds.push_back(fd_.get());
+  }
+}
+
+std::vector<int> FileLock::passed_to_children() {
+  const std::lock_guard<std::mutex> g(passed().mu);
+  return passed().fds;
+}
+
 void FileLock::release() {
+  if (fd_) {
+    const std::lock_guard<std::mutex> g(passed().mu);
+    std::erase(passed().fds, fd_.get());
+  }
   if (fd_ && remove_ && still_there(root_, abs_, fd_.get())) {
     (void)root_.remove_file(abs_);
   }

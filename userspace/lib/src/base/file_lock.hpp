@@ -16,6 +16,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mltune {
 
@@ -41,6 +42,14 @@ public:
   [[nodiscard]] bool held() const { return fd_.valid(); }
   // The lock file is removed when the lock is released, while still held.
   void remove_on_release() { remove_ = true; }
+  // The programs this process runs to change what the lock guards
+  // (modprobe: run_command's keep_fds) inherit the locked descriptor, so
+  // the lock stays held until they end, even when this process is killed
+  // first: nothing that takes the lock (`off`, the next switch) runs beside
+  // a modprobe its killed parent started.
+  void pass_to_children();
+  // The descriptors of the locks this process holds with pass_to_children().
+  static std::vector<int> passed_to_children();
 
 private:
   FileLock(Sysroot root, std::string abs, UniqueFd fd)

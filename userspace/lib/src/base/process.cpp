@@ -93,9 +93,15 @@ Status exec_argv(const std::vector<std::string> &argv) {
   return sys_error(argv[0], errno);
 }
 
-Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output) {
+Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output,
+                                  std::span<const int> keep_fds) {
   if (argv.empty()) {
     return input_error("run_command: no program");
+  }
+  for (const int fd : keep_fds) {
+    if (fd <= STDERR_FILENO) {
+      return input_error("run_command: descriptor " + std::to_string(fd) + " cannot be kept (0-2 are the program's)");
+    }
   }
   UniqueFd rd;
   UniqueFd wr;
@@ -115,6 +121,11 @@ Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandO
     } else {
       posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
     }
+  }
+  // A dup2 onto itself clears close-on-exec in the child only (POSIX.1-2024,
+  // glibc since 2.29).
+  for (const int fd : keep_fds) {
+    posix_spawn_file_actions_adddup2(&fa, fd, fd);
   }
   std::vector<char *> args;
   args.reserve(argv.size() + 1);

@@ -7,6 +7,7 @@
 #include "mltune/cpulist.hpp"
 #include "mltune/result.hpp"
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ enum class CommandOutput {
 };
 // Runs argv (argv[0] looked up in PATH) and waits for it.  An error only
 // when it cannot be started (ENOENT: not installed); a non-zero exit is a
-// result.
-Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output);
+// result.  The descriptors in keep_fds stay open in the program (their
+// close-on-exec flag cleared there only): FileLock::passed_to_children().
+Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output,
+                                  std::span<const int> keep_fds = {});
 
 } // namespace mltune::detail

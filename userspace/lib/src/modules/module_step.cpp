@@ -2,8 +2,10 @@
 // (node_steps.hpp), and the modprobe loader.
 #include "mltune/node_steps.hpp"
 
+#include "base/file_lock.hpp"
 #include "base/process.hpp"
 #include "mltune/config.hpp"
+#include "mltune/transaction.hpp"
 #include "switch/baseline.hpp"
 
 #include <algorithm>
@@ -74,7 +76,10 @@ private:
       argv.insert(argv.end(), {"-d", root_.root().string()});
     }
     argv.insert(argv.end(), args.begin(), args.end());
-    auto r = detail::run_command(argv, detail::CommandOutput::stdout_stderr);
+    // modprobe holds the node lock until it ends: when this process is
+    // killed first, `off` waits for the module it loads and unloads it.
+    const std::vector<int> locks = FileLock::passed_to_children();
+    auto r = detail::run_command(argv, detail::CommandOutput::stdout_stderr, locks);
     if (!r) {
       return with_context(r.error(), "modprobe (is kmod installed?)");
     }
@@ -240,6 +245,7 @@ Status ModuleStep::apply() {
   if (auto st = detail::save_baseline(root_, *b); !st) {
     return st;
   }
+  stop_point(stop_at_, "modules/recorded");
   std::vector<std::string> not_loaded;
   Status failed;
   for (const auto *m : todo_) {

@@ -49,6 +49,7 @@ Result<NodeLock> NodeLock::acquire(const Sysroot &root) {
   if (!l) {
     return with_context(l.error(), "taking the node lock");
   }
+  l->pass_to_children(); // modprobe keeps it (module_step.cpp)
   return NodeLock(std::make_unique<Held>(Held{std::move(*l)}));
 }
 
@@ -81,6 +82,7 @@ Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
     return lock.error();
   }
   const std::array<Step *, 5> steps{&modules_, &knobs_, &nic_, &sched_, &boot_};
+  modules_.stop_at(opt.stop_at);
   auto r = run_transaction(steps, opt);
   if (r && !opt.dry_run && backend_ == Backend::kernel) {
     // The module's uevent wakes the follower: it has nothing left to do.

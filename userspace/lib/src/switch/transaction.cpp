@@ -5,6 +5,7 @@
 #include "mltune/device_knobs.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <ranges>
 
 namespace mltune {
@@ -56,6 +57,12 @@ Error abort_with(const Error &e, const Step &at, std::string_view phase, std::sp
 
 } // namespace
 
+void stop_point(std::string_view stop_at, std::string_view point) {
+  if (!stop_at.empty() && stop_at == point) {
+    (void)::raise(SIGSTOP);
+  }
+}
+
 Result<TransactionReport> run_transaction(std::span<Step *const> steps, const TransactionOptions &opt) {
   for (Step *s : steps) {
     progress(opt, *s, "plan");
@@ -73,6 +80,7 @@ Result<TransactionReport> run_transaction(std::span<Step *const> steps, const Tr
       return abort_with(st.error(), *steps[i], "apply", steps.first(i), opt);
     }
     rep.applied.emplace_back(steps[i]->name());
+    stop_point(opt.stop_at, std::string(steps[i]->name()) + "/applied");
     if (!opt.fail_after.empty() && steps[i]->name() == opt.fail_after) {
       return abort_with(failure("fault injected after it applied (MLTUNE_FAIL_STEP)", EIO), *steps[i], "apply",
                         steps.first(i + 1), opt);
