@@ -12,6 +12,17 @@ t_check() {
 		t_fail "$_name"; echo "$_out" | sed 's/^/# /' | tail -n 20; fi
 }
 t_diag() { echo "# $*"; }
+# t_wait SEC CMD...: polls CMD every 0.1 s until it exits 0 (returns 0) or
+# SEC seconds have passed (returns CMD's last status): waits for an event,
+# not for a fixed time.
+t_wait() {
+	_w=$(($1 * 10)); shift
+	while [ "$_w" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1; _w=$((_w - 1))
+	done
+	"$@"
+}
 t_done() {
 	echo "# Totals: pass:$_t_pass fail:$_t_fail xfail:0 xpass:0 skip:$_t_skip error:0"
 	[ "$_t_fail" = 0 ]

@@ -11,7 +11,9 @@
 #     unchanged and names the nic step;
 #   - a fault injected after each step (MLTUNE_FAIL_STEP) leaves the
 #     snapshot unchanged and the error names the step;
-#   - kill -9 of `mltunectl switch` at random points, then `off`: snapshot;
+#   - kill -9 of `mltunectl switch` at random points, at every step boundary
+#     and inside the modules step (MLTUNE_STOP_AT), and while modprobe
+#     loads its module (off waits for it), then `off`: snapshot;
 #   - limits are bounds: fs.file-max=9999999 survives switch training;
 #   - the plain sysfs write: with `mltunectl follow --listen` standing in
 #     for the package's udev rule, `echo training > .../profile` brings
@@ -24,7 +26,7 @@ for b in ethtool jq nccl_mimic; do
 	command -v $b >/dev/null || { echo "1..0 # SKIP $b not in the guest"; exit 4; }
 done
 [ -d /sys/class/net/eth1 ] || { echo "1..0 # SKIP needs both NICs"; exit 4; }
-t_plan 24
+t_plan 26
 T=/tmp/node-test
 rm -rf $T; mkdir -p $T
 
@@ -142,6 +144,66 @@ for n in 1 2 3 4 5 6; do
 done
 [ $ok = 1 ] && t_ok "kill -9 of switch at 6 random points, then off: every setting as at boot" ||
 	t_fail "kill -9 of switch, then off"
+
+# ---- 4b. kill -9 at every step boundary and inside the modules step -------------
+# MLTUNE_STOP_AT stops the switch there (SIGSTOP): the kill lands at that
+# point whatever the load on the machine.
+stopped() { [ "$(sed -E 's/^.*\) (.).*/\1/' /proc/$1/stat 2>/dev/null)" = T ]; }
+ok=1
+for at in modules/recorded modules/applied knobs/applied nic/applied sched/applied boot/applied; do
+	MLTUNE_STOP_AT=$at $M switch training >/dev/null 2>&1 &
+	p=$!
+	t_wait 300 stopped $p || { ok=0; t_diag "$at: the switch did not stop there"; }
+	kill -9 $p 2>/dev/null
+	wait $p 2>/dev/null
+	$M off >$T/off.out 2>&1 || { ok=0; sed 's/^/# /' $T/off.out; }
+	snapshot >$T/now
+	cmp -s $T/boot $T/now || { ok=0; t_diag "killed at $at:"; diff $T/boot $T/now | sed 's/^/# /' | head -n 20; }
+done
+[ $ok = 1 ] && t_ok "kill -9 at every step boundary and inside the modules step, then off: every setting as at boot" ||
+	t_fail "kill -9 at every step boundary and inside the modules step, then off"
+
+# ---- 4c. a switch killed while modprobe loads its module ------------------------
+# modprobe holds the node lock it inherits: off waits for it to end, then
+# unloads what it loaded. This modprobe waits for $T/go, which the test
+# creates once off has either ended or waits for the lock.
+mkdir -p $T/slow
+real=$(command -v modprobe)
+{
+	echo '#!/bin/sh'
+	echo ": >$T/modprobe.started"
+	echo "while [ ! -e $T/go ]; do sleep 0.1; done"
+	echo "$real \"\$@\""
+	echo 'rc=$?'
+	echo ": >$T/modprobe.done"
+	echo 'exit $rc'
+} >$T/slow/modprobe
+chmod +x $T/slow/modprobe
+rm -f $T/go $T/modprobe.started $T/modprobe.done
+PATH=$T/slow:$PATH $M switch training >/dev/null 2>&1 &
+p=$!
+t_wait 300 test -e $T/modprobe.started || t_diag "the switch never ran modprobe"
+kill -9 $p 2>/dev/null
+wait $p 2>/dev/null
+$M off >$T/off.out 2>&1 &
+o=$!
+off_waits() { grep -qE "^[0-9]+: *-> *FLOCK .* $o " /proc/locks; }
+off_waits_or_ended() { off_waits || ! kill -0 $o 2>/dev/null; }
+t_wait 300 off_waits_or_ended
+if off_waits; then blocked=1; else blocked=0; fi
+: >$T/go
+wait $o
+orc=$?
+t_wait 300 test -e $T/modprobe.done
+snapshot >$T/now
+if [ $blocked = 1 ] && [ $orc = 0 ] && cmp -s $T/boot $T/now; then
+	t_ok "a switch killed while modprobe runs: off waits for modprobe, then every setting as at boot"
+else
+	t_fail "a switch killed while modprobe runs: off waits for modprobe, then every setting as at boot"
+	t_diag "off waited on the node lock: $blocked; its exit: $orc"
+	sed 's/^/# /' $T/off.out
+	diff $T/boot $T/now | sed 's/^/# /' | head -n 20
+fi
 
 # ---- 5. limits are bounds --------------------------------------------------------
 old=$(cat /proc/sys/fs/file-max)
