@@ -7,7 +7,7 @@
 #   make check-under-load   the same with stress-ng loading this machine and
 #                   every guest from start to end
 #
-# Other targets: deps, build, kmod, kmod-<series>, selftests, userspace, unit,
+# Other targets: deps, build, kmod, kmod-<series>, selftests, ksft-dropin, userspace, unit,
 # asan, fuzz, vm-check, vm-failpaths, lint, lint-tidy, checkpatch, sparse,
 # dkms-check, dkms-install, deb, node-test, fleet-test, bench, clean.
 # Kernel matrix: scripts/kernel-matrix, the one list (scripts/kernels.sh
@@ -32,7 +32,7 @@ export CCACHE_NOHASHDIR ?= 1
 CMAKE_LAUNCHER := $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 .PHONY: all deps ensure-deps build userspace kmod selftests vm-prereqs unit \
-	asan asan-build fuzz fuzz-build vm-failpaths vm-check check check-under-load run lint checkpatch sparse dkms-check bench \
+	asan asan-build fuzz fuzz-build ksft-dropin vm-failpaths vm-check check check-under-load run lint checkpatch sparse dkms-check bench \
 	dkms-install lint-tidy deb node-test fleet-test clean $(addprefix kmod-,$(MATRIX))
 
 all: build
@@ -105,28 +105,39 @@ $(addprefix kmod-,$(MATRIX)): kmod-%:
 KSFT := $(BUILD)/ksft/tools/testing/selftests
 LINUX_SRC_TAR := $(firstword $(wildcard /usr/src/linux-source-6.12.tar.xz))
 
-$(KSFT)/lib.mk:
+# Also the selftests' own Makefile, runner and packaging scripts (the
+# kernel-tree build, make ksft-dropin); run_kselftest.sh marks a complete copy.
+KSFT_STAMP := $(KSFT)/run_kselftest.sh
+$(KSFT_STAMP):
 	@[ -n "$(LINUX_SRC_TAR)" ] || { echo "selftests: linux-source-6.12 missing: run 'make deps'" >&2; exit 1; }
 	@rm -rf $(BUILD)/ksft.tmp && mkdir -p $(BUILD)/ksft.tmp
 	tar -xJf $(LINUX_SRC_TAR) -C $(BUILD)/ksft.tmp --strip-components=1 \
-		--wildcards '*/tools/testing/selftests/lib.mk' \
+		--wildcards --no-wildcards-match-slash '*/tools/testing/selftests/lib.mk' \
+		'*/tools/testing/selftests/Makefile' '*/tools/testing/selftests/*.sh' \
+		'*/tools/testing/selftests/kselftest/*' '*/scripts/subarch.include' \
 		'*/tools/testing/selftests/kselftest.h' \
 		'*/tools/testing/selftests/kselftest_harness.h' \
-		'*/tools/testing/selftests/kselftest/*' \
 		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
 		'*/scripts/const_structs.checkpatch'
 	@rm -rf $(BUILD)/ksft && mv $(BUILD)/ksft.tmp $(BUILD)/ksft
 
-selftests: $(KSFT)/lib.mk
+selftests: $(KSFT_STAMP)
 	@rm -rf $(KSFT)/mltune && cp -a tests/selftests/mltune $(KSFT)/mltune
 	@mkdir -p $(BUILD)/selftests/mltune
 	@$(MAKE) -s -C $(KSFT)/mltune OUTPUT=$(BUILD)/selftests/mltune \
 		MLTUNE_UAPI=$(ROOT)/kmod/include/uapi all
-	@$(MAKE) -s -C $(KSFT)/mltune OUTPUT=$(BUILD)/selftests/mltune emit_tests | \
+	@$(MAKE) -s -C $(KSFT)/mltune OUTPUT=$(BUILD)/selftests/mltune \
+		MLTUNE_UAPI=$(ROOT)/kmod/include/uapi emit_tests | \
 		sed -nE "s/^[^:]*:([^:]+)$$/\1/p" > $(BUILD)/selftests/mltune/kselftest-list.txt
 	@test -s $(BUILD)/selftests/mltune/kselftest-list.txt || \
 		{ echo "selftests: no test in TEST_GEN_PROGS" >&2; exit 1; }
 	@cp tests/selftests/mltune/settings $(BUILD)/selftests/mltune/settings
+
+# The suite dropped into a kernel tree (linux-source-6.12) as kernel CI
+# builds it: make -C tools/testing/selftests TARGETS=mltune, install,
+# run_kselftest.sh -l, gen_tar (scripts/ksft-dropin.sh).
+ksft-dropin: selftests
+	@scripts/ksft-dropin.sh
 
 # Everything tests/vm/run puts into a guest of $(KERNEL).
 vm-prereqs: kmod-$(KERNEL) selftests userspace
@@ -144,7 +155,7 @@ check-under-load: ensure-deps
 	@scripts/check.sh --load
 
 # Proves the VM bed's failure detection: hang, WARN on load, failing test.
-vm-failpaths: $(KSFT)/lib.mk
+vm-failpaths: $(KSFT_STAMP)
 	@tests/vm/failpaths/run
 
 lint: checkpatch sparse
@@ -154,7 +165,7 @@ lint-tidy: userspace
 	scripts/lint-userspace.sh --tidy
 
 # checkpatch.pl --strict from linux-source-6.12 over every module source.
-checkpatch: $(KSFT)/lib.mk
+checkpatch: $(KSFT_STAMP)
 	$(BUILD)/ksft/scripts/checkpatch.pl --strict --no-tree --quiet --show-types \
 		--ignore FILE_PATH_CHANGES -f kmod/*.c kmod/*.h kmod/probes/*.c \
 		kmod/include/*.h $(wildcard kmod/include/uapi/linux/*.h) && echo "checkpatch: clean"

@@ -327,6 +327,8 @@ if [ "$vm_only" = 0 ]; then
 		# every subcommand with --sysroot touches nothing outside the tree
 		tap_stage sysroot-sandbox tests/host/sysroot_sandbox.sh
 	fi
+	note "---- the kselftests dropped into a kernel tree"
+	tap_stage ksft-dropin make -s ksft-dropin
 	note "---- VM bed failure paths"
 	stage vm-failpaths make -s vm-failpaths
 	if [ -x scripts/dkms-check.sh ]; then
