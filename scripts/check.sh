@@ -26,6 +26,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 LOGS=$ROOT/build/check
 mkdir -p "$LOGS"
+# Logs written from here on are this run's (the skip list reads only those).
+: >"$LOGS/.start"
 
 vm_only=0
 load=0
@@ -362,13 +364,25 @@ for item in "${failed_items[@]}"; do
 	fi
 done
 
-# Every skip with its reason, from every runner's log (TAP "# SKIP", ctest).
-# (guest-lane.log repeats the guest logs.)
-skips=$(cd "$LOGS" && grep -HE '^(# )*ok [0-9]+ .*# SKIP|\(Skipped\)$|\(Not Run\)$' -- *.log 2>/dev/null |
-	grep -v '^guest-lane\.log:' | sed -E 's/^([^:]+)\.log:(# )*/\1: /')
+# Every skip with its reason, from every runner's log of this run (TAP
+# "# SKIP", ctest); guest-lane.log repeats the guest logs. A skip that
+# tests/expected-skips does not list (per kernel, with the reason it cannot
+# run there) fails the check.
+skips=$(cd "$LOGS" && find . -maxdepth 1 -name '*.log' ! -name guest-lane.log -newer .start -printf '%f\0' |
+	sort -z | xargs -0r grep -HE '^(# )*ok [0-9]+ .*# SKIP|\(Skipped\)$|\(Not Run\)$' -- |
+	sed -E 's/^([^:]+)\.log:(# )*/\1: /')
 if [ -n "$skips" ]; then
 	note "---- skipped ($(printf '%s\n' "$skips" | wc -l), each with its reason)"
 	printf '%s\n' "$skips" | sed 's/^/     /'
+	if ! unexpected=$(printf '%s\n' "$skips" |
+		awk -v list="$ROOT/tests/expected-skips" -v kernels="$(scripts/kernels.sh matrix build)" -f scripts/skip-check.awk); then
+		note "FAIL tests/expected-skips cannot be read:"; printf '%s\n' "$unexpected" | sed 's/^/     /'
+		count 0 1 0; failed_items+=("expected-skips")
+	elif [ -n "$unexpected" ]; then
+		note "FAIL $(printf '%s\n' "$unexpected" | wc -l) skip(s) not in tests/expected-skips (each fails the check):"
+		printf '%s\n' "$unexpected" | sed 's/^/     /'
+		count 0 "$(printf '%s\n' "$unexpected" | wc -l)" 0; failed_items+=("unexpected-skips")
+	fi
 fi
 
 note "----"
