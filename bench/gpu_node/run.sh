@@ -1,0 +1,40 @@
+#!/bin/sh
+# Two mltunectl binaries side by side on a live node (a real GPU node):
+# median and minimum wall time and median CPU time of each command over N
+# runs, the two binaries alternating run by run, a run that exits non-zero
+# rejected; and whether both print the same `--json topology`.
+#
+#   bench/gpu_node/run.sh OLD NEW [RUNS]     default 15 runs
+#
+# Goal (issue 36): topology, plan and audit in milliseconds on a real GPU
+# node. Results: bench/gpu_node/README.md.
+set -eu
+[ $# -ge 2 ] || { echo "usage: $0 OLD NEW [RUNS]" >&2; exit 2; }
+exec python3 - "$1" "$2" "${3:-15}" <<'PY'
+import os, statistics, subprocess, sys, time
+old, new, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cmds = [["--version"], ["topology"], ["plan"], ["audit", "--no-nvidia-smi", "--nvml", "none"], ["audit"]]
+def one(args):
+    s = time.perf_counter()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    return (time.perf_counter() - s) * 1000, (ru.ru_utime + ru.ru_stime) * 1000, status
+same = subprocess.run([old, "--json", "topology"], capture_output=True).stdout == \
+    subprocess.run([new, "--json", "topology"], capture_output=True).stdout
+print(f"--json topology identical: {same}")
+print(f"{'command':38} {'old median':>10} {'new median':>10} {'old min':>8} {'new min':>8} {'old cpu':>8} {'new cpu':>8} {'ratio':>6}  rejected")
+for c in cmds:
+    res = {old: [], new: []}
+    rejected = {old: 0, new: 0}
+    one([old] + c); one([new] + c)  # page cache
+    for _ in range(runs):
+        for b in (old, new):
+            w, cpu, st = one([b] + c)
+            if st != 0 and c[0] != "audit":  # audit exits 1 when it finds something
+                rejected[b] += 1
+                continue
+            res[b].append((w, cpu))
+    mo = statistics.median(w for w, _ in res[old]); mn = statistics.median(w for w, _ in res[new])
+    print(f"{' '.join(c):38} {mo:10.1f} {mn:10.1f} {min(w for w, _ in res[old]):8.1f} {min(w for w, _ in res[new]):8.1f}"
+          f" {statistics.median(x for _, x in res[old]):8.1f} {statistics.median(x for _, x in res[new]):8.1f} {mo / mn:6.2f}  {rejected[old]}/{rejected[new]}")
+PY
