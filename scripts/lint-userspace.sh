@@ -38,17 +38,24 @@ if [ ${#todo[@]} = 0 ]; then
 	echo "clang-tidy-16: clean (${#tus[@]} files, all unchanged since their last clean check)"
 	exit 0
 fi
-run=run-clang-tidy-16
-if command -v "$run" >/dev/null; then
-	if ! "$run" -quiet -p "$build" -j "$(nproc)" "${todo[@]/#/$PWD/}" >"$build/clang-tidy.log" 2>&1; then
-		# The findings only (with the source line and caret), last, where a
-		# log tail shows them; the whole run is in clang-tidy.log.
-		echo "clang-tidy-16: findings (full log: $build/clang-tidy.log):"
-		grep -A2 -E '^[^ ]+:[0-9]+:[0-9]+: (error|warning):' "$build/clang-tidy.log" | grep -v '^--$' || cat "$build/clang-tidy.log"
-		exit 1
-	fi
-else
-	clang-tidy-16 --quiet -p "$build" "${todo[@]}"
+# Each unit on its own, nproc at a time: a unit that passes is cached at
+# once, so a run that fails or is stopped keeps what it has checked.
+logdir=$build/clang-tidy.d
+rm -rf "$logdir" && mkdir -p "$logdir"
+for i in "${!todo[@]}"; do printf '%s %s\n' "${keys[$i]}" "${todo[$i]}"; done |
+	LOGDIR=$logdir CACHE=$cache BUILD=$build xargs -P "$(nproc)" -L 1 sh -c '
+		log=$LOGDIR/$(printf "%s" "$1" | tr / _).log
+		if clang-tidy-16 --quiet -p "$BUILD" "$1" >"$log" 2>&1; then
+			: >"$CACHE/$0"
+		else
+			printf "%s\n" "$1" >>"$LOGDIR/failed"
+		fi'
+cat "$logdir"/*.log >"$build/clang-tidy.log" 2>/dev/null
+if [ -s "$logdir/failed" ]; then
+	# The findings only (with the source line and caret), last, where a
+	# log tail shows them; every unit's output is in clang-tidy.log.
+	echo "clang-tidy-16: findings in $(wc -l <"$logdir/failed") of ${#todo[@]} files (full log: $build/clang-tidy.log):"
+	grep -A2 -E '^[^ ]+:[0-9]+:[0-9]+: (error|warning):' "$build/clang-tidy.log" | grep -v '^--$' || cat "$build/clang-tidy.log"
+	exit 1
 fi
-for k in "${keys[@]}"; do : >"$cache/$k"; done
 echo "clang-tidy-16: clean (${#todo[@]} files checked, $(( ${#tus[@]} - ${#todo[@]} )) unchanged since their last clean check)"
