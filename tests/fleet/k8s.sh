@@ -446,7 +446,7 @@ containerfile_lint() {
 }
 check "Containerfile: Debian 12 base pinned by tag or digest (no latest), package from the context, USER and ENTRYPOINT" containerfile_lint
 check "entrypoint.sh: bash -n" bash -n "$EP"
-# shellcheck comes with scripts/deps.sh: missing, the check fails.
+# scripts/deps.sh installs shellcheck: without it, this check fails.
 check "entrypoint.sh and k8s.sh: shellcheck" shellcheck -x "$EP" "$ROOT/tests/fleet/k8s.sh"
 
 # ---- the entrypoint against a fake node ---------------------------------------
