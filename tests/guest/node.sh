@@ -131,16 +131,21 @@ else t_fail "a driver refusal in the NIC commit: error names the step"; sed 's/^
 rm -f /etc/mltune/profiles/drvfail.toml
 
 # ---- 4. kill -9 of the switch at random points, then off ----------------------
+# killed_then_off PID WHAT: kill -9 of the switch PID, then off; ok=0 (and
+# WHAT with the difference shown) unless every setting is as at boot.
+killed_then_off() {
+	kill -9 $1 2>/dev/null
+	wait $1 2>/dev/null
+	$M off >$T/off.out 2>&1 || { ok=0; sed 's/^/# /' $T/off.out; }
+	snapshot >$T/now
+	cmp -s $T/boot $T/now || { ok=0; t_diag "$2:"; diff $T/boot $T/now | sed 's/^/# /' | head -n 20; }
+}
 ok=1
 for n in 1 2 3 4 5 6; do
 	$M switch training >/dev/null 2>&1 &
 	p=$!
 	sleep "0.$(( (RANDOM % 9) + 1 ))$(( RANDOM % 10 ))"
-	kill -9 $p 2>/dev/null
-	wait $p 2>/dev/null
-	$M off >$T/off.out 2>&1 || { ok=0; sed 's/^/# /' $T/off.out; }
-	snapshot >$T/now
-	cmp -s $T/boot $T/now || { ok=0; t_diag "kill $n:"; diff $T/boot $T/now | sed 's/^/# /' | head -n 20; }
+	killed_then_off $p "kill $n"
 done
 [ $ok = 1 ] && t_ok "kill -9 of switch at 6 random points, then off: every setting as at boot" ||
 	t_fail "kill -9 of switch, then off"
@@ -154,11 +159,7 @@ for at in modules/recorded modules/applied knobs/applied nic/applied sched/appli
 	MLTUNE_STOP_AT=$at $M switch training >/dev/null 2>&1 &
 	p=$!
 	t_wait 300 stopped $p || { ok=0; t_diag "$at: the switch did not stop there"; }
-	kill -9 $p 2>/dev/null
-	wait $p 2>/dev/null
-	$M off >$T/off.out 2>&1 || { ok=0; sed 's/^/# /' $T/off.out; }
-	snapshot >$T/now
-	cmp -s $T/boot $T/now || { ok=0; t_diag "killed at $at:"; diff $T/boot $T/now | sed 's/^/# /' | head -n 20; }
+	killed_then_off $p "killed at $at"
 done
 [ $ok = 1 ] && t_ok "kill -9 at every step boundary and inside the modules step, then off: every setting as at boot" ||
 	t_fail "kill -9 at every step boundary and inside the modules step, then off"
