@@ -1,6 +1,7 @@
 #!/bin/sh
 # Two mltunectl binaries side by side on a live node (a real GPU node):
-# median and minimum wall time and median CPU time of each command over N
+# median wall time with its distribution-free 95% interval (order
+# statistics), minimum wall time and median CPU time of each command over N
 # runs, the two binaries alternating run by run, a run that exits non-zero
 # rejected; and whether both print the same `--json topology`.
 #
@@ -11,9 +12,15 @@
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OLD NEW [RUNS]" >&2; exit 2; }
 exec python3 - "$1" "$2" "${3:-15}" <<'PY'
-import os, statistics, subprocess, sys, time
+import math, os, statistics, subprocess, sys, time
 old, new, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 cmds = [["--version"], ["topology"], ["plan"], ["audit", "--no-nvidia-smi", "--nvml", "none"], ["audit"]]
+def ci95(xs):
+    # ranks j < k with P(x_(j) <= median <= x_(k)) >= 95% (binomial, p = 1/2)
+    xs = sorted(xs); n = len(xs)
+    cdf = lambda k: sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    j = max([k for k in range(n // 2) if cdf(k) <= 0.025] or [0])
+    return xs[j], xs[n - 1 - j]
 def one(args):
     s = time.perf_counter()
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -22,7 +29,7 @@ def one(args):
 same = subprocess.run([old, "--json", "topology"], capture_output=True).stdout == \
     subprocess.run([new, "--json", "topology"], capture_output=True).stdout
 print(f"--json topology identical: {same}")
-print(f"{'command':38} {'old median':>10} {'new median':>10} {'old min':>8} {'new min':>8} {'old cpu':>8} {'new cpu':>8} {'ratio':>6}  rejected")
+print(f"{'command':38} {'old median [95%]':>20} {'new median [95%]':>20} {'old min':>8} {'new min':>8} {'old cpu':>8} {'new cpu':>8} {'ratio':>6}  rejected")
 for c in cmds:
     res = {old: [], new: []}
     rejected = {old: 0, new: 0}
@@ -35,6 +42,7 @@ for c in cmds:
                 continue
             res[b].append((w, cpu))
     mo = statistics.median(w for w, _ in res[old]); mn = statistics.median(w for w, _ in res[new])
-    print(f"{' '.join(c):38} {mo:10.1f} {mn:10.1f} {min(w for w, _ in res[old]):8.1f} {min(w for w, _ in res[new]):8.1f}"
+    lo, hi = ci95([w for w, _ in res[old]]); nlo, nhi = ci95([w for w, _ in res[new]])
+    print(f"{' '.join(c):38} {mo:6.1f} [{lo:5.1f},{hi:5.1f}] {mn:6.1f} [{nlo:5.1f},{nhi:5.1f}] {min(w for w, _ in res[old]):8.1f} {min(w for w, _ in res[new]):8.1f}"
           f" {statistics.median(x for _, x in res[old]):8.1f} {statistics.median(x for _, x in res[new]):8.1f} {mo / mn:6.2f}  {rejected[old]}/{rejected[new]}")
 PY
