@@ -50,6 +50,10 @@ TEST_F(Audit, StockNodeFindings) {
   EXPECT_EQ(find(fs, "memory:swap").current, "no swap");
   EXPECT_EQ(find(fs, "memory:swap").severity, Severity::ok);
   EXPECT_EQ(find(fs, "limits:memlock:configured").severity, Severity::warning);
+  // The fix names what sets the limit, not a command that does not write it.
+  EXPECT_EQ(find(fs, "limits:memlock:configured").fix,
+            "add '* - memlock unlimited' to a file in /etc/security/limits.d/ (new login sessions); services and job "
+            "daemons need LimitMEMLOCK=infinity in their unit");
   EXPECT_EQ(find(fs, "limits:memlock:effective").current, "soft 8388608, hard 8388608");
   EXPECT_EQ(find(fs, "limits:nofile:effective").severity, Severity::warning);
   EXPECT_EQ(find(fs, "kernel:version").current, "6.1.0-27-amd64");

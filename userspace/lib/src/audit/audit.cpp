@@ -214,12 +214,13 @@ void audit_limits(const Sysroot &root, std::vector<Finding> &out) {
   struct Lim {
     std::string_view item, proc_name, want_text;
     long long want;
+    std::string_view unit_limit; // the systemd directive
     std::string_view impact;
   };
   const Lim lims[] = {
-      {"memlock", "Max locked memory", "unlimited", -1,
+      {"memlock", "Max locked memory", "unlimited", -1, "LimitMEMLOCK=infinity",
        "cudaHostAlloc, RDMA memory registration and NCCL fail or fall back to pageable copies"},
-      {"nofile", "Max open files", "1048576", k_nofile_wanted,
+      {"nofile", "Max open files", "1048576", k_nofile_wanted, "LimitNOFILE=1048576",
        "Data loaders with many workers and shards fail with EMFILE"},
   };
   auto proc_limits = root.read("/proc/self/limits");
@@ -236,8 +237,11 @@ void audit_limits(const Sysroot &root, std::vector<Finding> &out) {
               {}};
     if (!limit_ok(soft, l.want) || !limit_ok(hard, l.want)) {
       c.severity = Severity::warning;
-      c.fix = "mltunectl persist  (writes /etc/security/limits.d/90-mltune.conf: * - " + std::string(l.item) + " " +
-              std::string(l.want_text) + ")";
+      // mltune does not own login limits: the fix is the admin's file (new
+      // sessions) and the service's own limit (units do not read limits.d).
+      c.fix = "add '* - " + std::string(l.item) + " " + std::string(l.want_text) +
+              "' to a file in /etc/security/limits.d/ (new login sessions); services and job daemons need " +
+              std::string(l.unit_limit) + " in their unit";
     }
     out.push_back(std::move(c));
     if (!proc_limits) {
