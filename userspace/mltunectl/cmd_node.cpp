@@ -211,7 +211,8 @@ void run_recommend(Context &ctx) {
                      {"reasons", r.reasons},
                      {"gpus", r.gpus},
                      {"rdma_nics", r.rdma_nics},
-                     {"memory_kb", r.memory_kb}});
+                     {"memory_kb", r.memory_kb},
+                     {"node_memory_kb", r.node_memory_kb}});
   }
   *ctx.out << (r.profile.empty() ? "none" : r.profile) << "\n";
   for (const auto &why : r.reasons) {

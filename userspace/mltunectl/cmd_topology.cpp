@@ -178,6 +178,7 @@ nlohmann::json topology_json(const Topology &t) {
   for (const auto &s : t.sockets) {
     sockets.push_back({{"id", s.id}, {"cpus", s.cpus.str()}, {"cores", s.cores}, {"nodes", s.nodes}});
   }
+  j["memory_kb"] = t.mem_total_kb;
   auto &nodes = j["nodes"] = nlohmann::json::array();
   for (const auto &n : t.nodes) {
     nodes.push_back({{"id", n.id}, {"cpus", n.cpus.str()}, {"memory_kb", n.mem_total_kb}, {"distances", n.distances}});

@@ -49,3 +49,28 @@ TEST(Recommend, LittleMemoryPerGpuIsNoted) {
   ASSERT_EQ(r.reasons.size(), 2U);
   EXPECT_NE(r.reasons[1].find("little for pinned staging buffers"), std::string::npos) << r.reasons[1];
 }
+
+// A cloud GPU VM's hot-plugged memory is in MemTotal but in no NUMA node's
+// figure: the node's memory is MemTotal, the nodes' figures shown apart.
+TEST(Recommend, MemoryIsMemTotalWithNodesApart) {
+  auto t = discover_topology(test::fixture("workstation-1gpu"));
+  ASSERT_TRUE(t) << t.error().message;
+  for (auto &n : t->nodes) {
+    n.mem_total_kb = 0;
+  }
+  t->nodes.front().mem_total_kb = 4ULL << 20;
+  t->mem_total_kb = 125ULL << 20;
+  const auto r = recommend_profile(*t);
+  EXPECT_EQ(r.memory_kb, 125ULL << 20);
+  EXPECT_EQ(r.node_memory_kb, 4ULL << 20);
+  ASSERT_EQ(r.reasons.size(), 2U);
+  EXPECT_EQ(r.reasons[1].rfind("125 GiB of memory (NUMA nodes: " + std::to_string(t->nodes.front().id) + ": 4 GiB", 0),
+            0U)
+      << r.reasons[1];
+  EXPECT_NE(r.reasons[1].find(", 125 GiB per GPU"), std::string::npos) << r.reasons[1];
+  // Without /proc/meminfo the nodes' total stands, without the aside.
+  t->mem_total_kb = 0;
+  const auto n = recommend_profile(*t);
+  EXPECT_EQ(n.memory_kb, 4ULL << 20);
+  EXPECT_EQ(n.reasons[1].rfind("4 GiB of memory, ", 0), 0U) << n.reasons[1];
+}

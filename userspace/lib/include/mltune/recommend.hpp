@@ -20,7 +20,8 @@ struct Recommendation {
   std::vector<std::string> reasons; // the facts it rests on, for people
   unsigned gpus = 0;
   std::vector<std::string> rdma_nics; // "eth2 (mlx5_0)"
-  std::uint64_t memory_kb = 0;        // the NUMA nodes' total
+  std::uint64_t memory_kb = 0;        // MemTotal, else the NUMA nodes' total
+  std::uint64_t node_memory_kb = 0;   // the NUMA nodes' total
 };
 
 Recommendation recommend_profile(const Topology &topo);

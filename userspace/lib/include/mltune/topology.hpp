@@ -107,9 +107,10 @@ struct Topology {
   std::string cpu_vendor; // vendor_id of /proc/cpuinfo ("GenuineIntel", "AuthenticAMD")
   std::string cpu_model;
   CpuSet online;
-  std::vector<Socket> sockets; // by id
-  std::vector<NumaNode> nodes; // by id
-  std::vector<Core> cores;     // by first thread
+  std::vector<Socket> sockets;    // by id
+  std::vector<NumaNode> nodes;    // by id
+  std::uint64_t mem_total_kb = 0; // /proc/meminfo MemTotal (0: unreadable)
+  std::vector<Core> cores;        // by first thread
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
   std::vector<Nvme> nvme;

@@ -27,8 +27,9 @@ Recommendation recommend_profile(const Topology &topo) {
   Recommendation r;
   r.gpus = static_cast<unsigned>(topo.gpus.size());
   for (const auto &n : topo.nodes) {
-    r.memory_kb += n.mem_total_kb;
+    r.node_memory_kb += n.mem_total_kb;
   }
+  r.memory_kb = topo.mem_total_kb != 0 ? topo.mem_total_kb : r.node_memory_kb;
   for (const auto &n : topo.nics) {
     if (!n.ib_device.empty()) {
       r.rdma_nics.push_back(n.name + " (" + n.ib_device + ")");
@@ -52,8 +53,19 @@ Recommendation recommend_profile(const Topology &topo) {
   }
   const std::uint64_t gib = r.memory_kb / k_kb_per_gib;
   if (r.memory_kb > 0) {
+    std::string nodes;
+    // The NUMA nodes' figures apart when they miss memory (hot-plugged
+    // memory, memory-only nodes the node files leave out).
+    if (r.node_memory_kb != 0 && r.node_memory_kb < r.memory_kb && (r.memory_kb - r.node_memory_kb) >= k_kb_per_gib) {
+      nodes = " (NUMA nodes: ";
+      for (size_t i = 0; i < topo.nodes.size(); ++i) {
+        nodes += (i != 0 ? ", " : "") + std::to_string(topo.nodes[i].id) + ": " +
+                 std::to_string(topo.nodes[i].mem_total_kb / k_kb_per_gib) + " GiB";
+      }
+      nodes += ")";
+    }
     r.reasons.push_back(
-        std::to_string(gib) + " GiB of memory, " + std::to_string(gib / r.gpus) + " GiB per GPU" +
+        std::to_string(gib) + " GiB of memory" + nodes + ", " + std::to_string(gib / r.gpus) + " GiB per GPU" +
         (gib / r.gpus < k_low_gib_per_gpu ? ": little for pinned staging buffers; size the pool with care" : ""));
   }
   return r;

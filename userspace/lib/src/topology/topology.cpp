@@ -312,22 +312,29 @@ std::vector<int> numa_node_ids(const Sysroot &root, Topology &t) {
 
 namespace {
 
-void read_node_meminfo(const Sysroot &root, Reader &rd, const std::string &dir, NumaNode &n) {
-  auto mi = root.read(dir + "/meminfo");
-  if (!mi) {
-    return;
-  }
-  const auto p = mi->find("MemTotal:");
+// The "MemTotal:" figure in kB of /proc/meminfo or of a node's meminfo
+// ("Node 0 MemTotal:       4017536 kB"); nullopt when missing or malformed.
+std::optional<std::uint64_t> meminfo_total_kb(std::string_view mi) {
+  const auto p = mi.find("MemTotal:");
   if (p == std::string::npos) {
-    return;
+    return std::nullopt;
   }
-  const auto e = mi->find('\n', p);
-  std::string_view v = std::string_view(*mi).substr(p + 9, e == std::string::npos ? std::string::npos : e - p - 9);
+  const auto e = mi.find('\n', p);
+  std::string_view v = mi.substr(p + 9, e == std::string::npos ? std::string::npos : e - p - 9);
   v = trim(v);
   if (v.size() > 3 && v.substr(v.size() - 2) == "kB") {
     v = trim(v.substr(0, v.size() - 2));
   }
-  if (auto kb = parse_int<std::uint64_t>(v)) {
+  auto kb = parse_int<std::uint64_t>(v);
+  return kb ? std::optional<std::uint64_t>(*kb) : std::nullopt;
+}
+
+void read_node_meminfo(const Sysroot &root, Reader &rd, const std::string &dir, NumaNode &n) {
+  auto mi = root.read(dir + "/meminfo");
+  if (!mi || mi->find("MemTotal:") == std::string::npos) {
+    return;
+  }
+  if (auto kb = meminfo_total_kb(*mi)) {
     n.mem_total_kb = *kb;
   } else {
     rd.warn(dir + "/meminfo: cannot parse MemTotal");
@@ -600,6 +607,11 @@ Result<Topology> discover_topology(const Sysroot &root) {
     return st.error();
   }
   build_cores_and_sockets(t, cpus);
+  // The node's memory as the kernel counts it: the NUMA nodes' figures can
+  // miss hot-plugged memory (seen on a cloud GPU VM: 4 of 125 GiB).
+  if (auto mi = root.read("/proc/meminfo"); mi) {
+    t.mem_total_kb = meminfo_total_kb(*mi).value_or(0);
+  }
   find_gpus(root, t);
   find_nics(root, t);
   find_nvme(root, t);
