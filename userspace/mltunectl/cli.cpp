@@ -3,6 +3,7 @@
 #include "mltune/config.hpp"
 #include "mltune/cpulist.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -111,6 +112,11 @@ CLI::Validator cpulist_check() {
           "CPULIST"};
 }
 
+CLI::Validator non_empty_check(std::string hint) {
+  return {[hint = std::move(hint)](std::string &s) { return s.empty() ? "empty value (" + hint + ")" : std::string(); },
+          ""};
+}
+
 namespace {
 
 using Register = void (*)(CLI::App &, Context &);
@@ -166,6 +172,95 @@ void register_subcommands(CLI::App &app, Context &ctx, const std::vector<std::st
   }
 }
 
+// Every subcommand's --help lists the global options, which are accepted
+// before or after the command (the app falls through to them).
+void add_global_options_footer(CLI::App &app) {
+  std::string text = "Global options (before or after the command):\n";
+  for (const CLI::Option *o : app.get_options()) {
+    if (o->get_name() == "--help" || o->get_name() == "--version") {
+      continue;
+    }
+    std::string name = o->get_name(false, true);
+    if (!o->get_type_name().empty() && o->get_type_size() != 0) {
+      name += " " + o->get_type_name();
+    }
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-28s%s\n", name.c_str(), o->get_description().c_str());
+    text += line;
+  }
+  const std::function<void(CLI::App *)> set = [&](CLI::App *sub) {
+    sub->footer(text);
+    for (CLI::App *s : sub->get_subcommands({})) {
+      set(s);
+    }
+  };
+  for (CLI::App *sub : app.get_subcommands({})) {
+    set(sub);
+  }
+}
+
+// --version: this build, the module ABI it speaks and the loaded module's
+// own version line, so a mismatch is seen in one command.
+std::string version_text(const std::vector<std::string> &args) {
+  std::string v = "mltunectl " MLTUNE_VERSION " (build: " MLTUNE_BUILD; // NOLINT(bugprone-suspicious-missing-comma)
+  v += "; module ABI " + std::to_string(MLTUNE_ABI_VERSION) + ")\n";
+  // CLI11 sets --sysroot's value after parsing, which --version ends.
+  std::string sysroot = "/";
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--sysroot") {
+      sysroot = args[i + 1];
+    }
+  }
+  auto loaded = Sysroot(sysroot).read_value("/sys/kernel/mltune/version");
+  const std::string line = loaded ? *loaded : std::string("not loaded");
+  v += "module: " + line;
+  return v;
+}
+
+// What a parse error means in the user's terms. CLI11 reports a word that
+// names no subcommand as "A subcommand is required" (or as an extra
+// argument); say which word it was and what the commands are.
+std::string parse_error_message(const CLI::ParseError &e, const std::vector<std::string> &args) {
+  std::string word;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--sysroot") {
+      ++i;
+    } else if (args[i] == "--") {
+      break;
+    } else if (!args[i].starts_with("-")) {
+      word = args[i];
+      break;
+    }
+  }
+  const bool known = std::ranges::any_of(k_subcommands, [&](const Subcommand &sc) { return sc.name == word; });
+  if (!known) {
+    std::string names;
+    for (const auto &sc : k_subcommands) {
+      names.append(names.empty() ? "" : ", ").append(sc.name);
+    }
+    if (word.empty()) {
+      return "a command is required (one of: " + names + ")";
+    }
+    return "unknown command '" + word + "' (one of: " + names + ")";
+  }
+  return e.what();
+}
+
+// "mltunectl switch" for the deepest subcommand parsed, for the help hint.
+std::string help_command(const CLI::App &app) {
+  std::string cmd = app.get_name();
+  const CLI::App *at = &app;
+  while (true) {
+    const auto subs = at->get_subcommands();
+    if (subs.empty()) {
+      break;
+    }
+    at = subs.front();
+    cmd += " " + at->get_name();
+  }
+  return cmd;
+}
+
 } // namespace
 
 int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &err,
@@ -175,7 +270,7 @@ int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &e
   ctx.err = &err;
   ctx.started = started.value_or(k_started);
   CLI::App app{"mltunectl: tune Linux GPU training and inference nodes", "mltunectl"};
-  app.set_version_flag("--version", MLTUNE_VERSION);
+  app.set_version_flag("--version", [&args] { return version_text(args); });
   app.fallthrough();
   app.require_subcommand(1);
   app.add_option("--sysroot", ctx.sysroot, "Root of the node's file system (default /)")->type_name("DIR");
@@ -183,13 +278,23 @@ int run(const std::vector<std::string> &args, std::ostream &out, std::ostream &e
   app.add_flag("--dry-run", ctx.dry_run, "Show what would change; change nothing");
   app.add_flag("-v,--verbose", ctx.verbose, "More detail (repeatable)");
   register_subcommands(app, ctx, args);
+  add_global_options_footer(app);
 
   std::vector<std::string> rev(args.rbegin(), args.rend());
   try {
     app.parse(rev);
   } catch (const CLI::ParseError &e) {
-    const int code = app.exit(e, out, err);
-    return code == 0 ? k_exit_ok : k_exit_usage;
+    if (e.get_exit_code() == 0) { // --help, --version
+      app.exit(e, out, err);
+      return k_exit_ok;
+    }
+    // A usage error takes the one error path: "mltunectl: error: ...", a
+    // JSON error document with --json (parsing may not have reached it),
+    // exit 2.
+    ctx.json = ctx.json || std::ranges::find(args, "--json") != args.end();
+    ctx.fail(input_error(parse_error_message(e, args)));
+    err << "Run '" << help_command(app) << " --help' for usage.\n";
+    return ctx.rc;
   } catch (const std::exception &e) {
     err << "mltunectl: internal error: " << e.what() << "\n";
     return k_exit_failed;

@@ -115,6 +115,9 @@ bool stop_requested();
 // An option check: the value is a cpulist as parse_cpuset() accepts it
 // ("2-3,6-7"; not "abc", not "5-2"), else a usage error naming it.
 CLI::Validator cpulist_check();
+// Refuses an empty value (an empty --cpus would otherwise mean "all");
+// `hint` says what to do instead.
+CLI::Validator non_empty_check(std::string hint);
 
 // Runs mltunectl with argv (without the program name); returns the exit code.
 // `started`: when the command started (default: this process's start).

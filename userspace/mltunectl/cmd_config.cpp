@@ -16,7 +16,8 @@ namespace {
 struct ConfigArgs {
   std::string file = std::string(k_config_file);
   bool reload = false;
-  std::string field; // show --field
+  bool syntax_only = false; // check: not against this node
+  std::string field;        // show --field
 };
 
 nlohmann::json config_json(const NodeConfig &c) {
@@ -88,10 +89,24 @@ void run_check(Context &ctx, const ConfigArgs &a) {
       return ctx.fail(with_context(p.error(), c->source + ": profile '" + *c->profile + "'"));
     }
   }
-  if (ctx.json) {
-    return ctx.emit({{"ok", true}, {"config", config_json(*c)}});
+  // Against this node: every step plans (feeder CPUs online, pool nodes
+  // present, NIC settings supported) and nothing changes.
+  if (!a.syntax_only) {
+    ConfigApplyOptions opt;
+    opt.dry_run = true;
+    opt.baseline_on_failure = false;
+    if (auto r = apply_config(ctx.root(), *c, opt); !r) {
+      // What this node cannot take is the file's error here (exit 2).
+      Error e = with_context(r.error(), c->source + " on this node (--syntax-only for another node's file)");
+      e.kind = Errc::input;
+      return ctx.fail(e);
+    }
   }
-  *ctx.out << c->source << ": ok\n";
+  const char *what = a.syntax_only ? "syntax and profile" : "against this node";
+  if (ctx.json) {
+    return ctx.emit({{"ok", true}, {"checked", what}, {"config", config_json(*c)}});
+  }
+  *ctx.out << c->source << ": ok (" << what << ")\n";
 }
 
 void run_apply(Context &ctx, const ConfigArgs &a) {
@@ -164,8 +179,11 @@ void register_config(CLI::App &app, Context &ctx) {
   file(show);
   add_field_option(show, a->field, {"source", "profile", "watcher", "user_quota", "feeder_cpus", "feeder_mechanism"});
   show->callback([&ctx, a] { run_show(ctx, *a); });
-  auto *check = cmd->add_subcommand("check", "Validate the configuration and its profile (exit 2 on an error)");
+  auto *check = cmd->add_subcommand(
+      "check", "Validate the configuration and its profile against this node, changing nothing (exit 2 on an error)");
   file(check);
+  check->add_flag("--syntax-only", a->syntax_only,
+                  "Check the file and its profile only, not against this node (a file for another node)");
   check->callback([&ctx, a] { run_check(ctx, *a); });
   auto *apply = cmd->add_subcommand("apply", "Apply it as one transaction: profile, NIC settings, pool, feeder "
                                              "cores (mltune.service)");

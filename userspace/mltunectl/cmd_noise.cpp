@@ -163,14 +163,17 @@ void register_noise(CLI::App &app, Context &ctx) {
   auto args = std::make_shared<NoiseArgs>();
   auto *n = app.add_subcommand("noise", "Count every interruption of CPUs by source, with the time each took");
   n->add_option("--cpus", args->cpus, "cpulist, or feeder (the active feeder cores, else the plan's); default: all")
-      ->type_name("LIST|feeder");
+      ->type_name("LIST|feeder")
+      ->check(non_empty_check("omit --cpus for all CPUs"));
   n->add_option("--duration", args->seconds, "Window in seconds (without a command)")
       ->capture_default_str()
       ->type_name("S");
   n->add_option("--probe", args->probe, "auto (BPF, else /proc), bpf or proc")->capture_default_str();
   n->add_option("--own-cgroup", args->own, "cgroup whose tasks are the CPUs' own work, not noise")
       ->capture_default_str();
-  n->add_option("--top", args->top, "Sources shown per CPU (0: all; --json has all)")->capture_default_str();
+  n->add_option("--top", args->top, "Sources shown per CPU (0: all; --json has all)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{0}, size_t{100000}));
   n->add_option("cmd", args->cmd, "Count while this command runs instead (after --)");
   n->callback([&ctx, args] {
     const Sysroot root = ctx.root();

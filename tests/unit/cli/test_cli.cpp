@@ -47,6 +47,63 @@ TEST_F(Cli, UsageErrorsExit2) {
   EXPECT_EQ(run({"profile"}).rc, 2);
 }
 
+// Parse errors take the one error path: "mltunectl: error: ...", a JSON
+// error document with --json, exit 2, and the words the user typed.
+TEST_F(Cli, ParseErrorsInTheDocumentedFormat) {
+  const auto unknown = run({"frobnicate"});
+  EXPECT_EQ(unknown.err.rfind("mltunectl: error: unknown command 'frobnicate' (one of: profile, ", 0), 0U)
+      << unknown.err;
+  EXPECT_NE(unknown.err.find("Run 'mltunectl --help' for usage."), std::string::npos) << unknown.err;
+  const auto none = run({});
+  EXPECT_EQ(none.err.rfind("mltunectl: error: a command is required (one of: ", 0), 0U) << none.err;
+  const auto bad = run({"--json", "switch", "-b", "bogus", "training"});
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_EQ(bad.err.rfind("mltunectl: error: --backend: bogus not in {auto,kernel,direct}", 0), 0U) << bad.err;
+  EXPECT_NE(bad.err.find("Run 'mltunectl switch --help' for usage."), std::string::npos) << bad.err;
+  ASSERT_NO_THROW((void)bad.j()) << bad.out;
+  EXPECT_EQ(bad.j()["error"]["exit_code"], 2);
+  EXPECT_NE(bad.j()["error"]["message"].get<std::string>().find("--backend"), std::string::npos);
+  // --json after the command, where the error stops parsing before it.
+  const auto late = run({"noise", "--top", "-1", "--json"});
+  EXPECT_EQ(late.rc, 2);
+  ASSERT_NO_THROW((void)late.j()) << late.out;
+  EXPECT_NE(late.j()["error"]["message"].get<std::string>().find("--top"), std::string::npos);
+}
+
+// --cpus names CPUs of this node, or is refused before anything runs; an
+// empty list is not "all".
+TEST_F(Cli, CpusAreCheckedAgainstTheNode) {
+  fake.set("/sys/devices/system/cpu/online", "0-1\n");
+  const auto off = run({"noise", "--cpus", "5", "--duration", "0.1", "--probe", "proc"});
+  EXPECT_EQ(off.rc, 2);
+  EXPECT_NE(off.err.find("--cpus 5: CPU 5 is not online on this node (online: 0-1)"), std::string::npos) << off.err;
+  const auto empty = run({"noise", "--cpus", ""});
+  EXPECT_EQ(empty.rc, 2);
+  EXPECT_NE(empty.err.find("--cpus: empty value (omit --cpus for all CPUs)"), std::string::npos) << empty.err;
+  EXPECT_EQ(run({"noise", "--top", "-1"}).rc, 2);
+  const auto feeder = run({"--dry-run", "feeder", "on", "--cpus", "1-3"});
+  EXPECT_EQ(feeder.rc, 2);
+  EXPECT_NE(feeder.err.find("CPUs 2-3 are not online"), std::string::npos) << feeder.err;
+}
+
+// Every subcommand's help lists the global options; --version names the
+// build, the module ABI and the loaded module.
+TEST_F(Cli, HelpListsGlobalOptionsAndVersionNamesTheAbi) {
+  for (const auto &args : std::vector<std::vector<std::string>>{{"switch", "--help"}, {"nic", "rings", "--help"}}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_NE(r.out.find("Global options (before or after the command):"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--sysroot DIR"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--json"), std::string::npos) << r.out;
+  }
+  const auto none = run({"--version"});
+  EXPECT_EQ(none.rc, 0);
+  EXPECT_NE(none.out.find("module ABI "), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("module: not loaded"), std::string::npos) << none.out;
+  fake.set("/sys/kernel/mltune/version", "0.1.0 abi 1\n");
+  EXPECT_NE(run({"--version"}).out.find("module: 0.1.0 abi 1"), std::string::npos);
+}
+
 TEST_F(Cli, HelpForEveryCommand) {
   for (const auto &args : std::vector<std::vector<std::string>>{{"--help"},
                                                                 {"profile", "--help"},
@@ -453,6 +510,24 @@ TEST_F(Cli, ConfigCheckAndApplyExitCodes) {
   EXPECT_NE(r.err.find("profile 'nope'"), std::string::npos) << r.err;
   fake.set("/etc/mltune/mltune.toml", "profile = \"training\"\n");
   EXPECT_EQ(run({"config", "check"}).rc, 0);
+  // Checked against this node: a pool on a node it lacks, feeder CPUs it
+  // does not have; --syntax-only for a file written for another node.
+  fake.set("/sys/devices/system/cpu/online", "0-1\n");
+  const auto before = fake.snapshot();
+  for (const auto *text : {"[pool]\nreserve = { 7 = \"1G\" }\n", "[feeder]\ncpus = \"0-99\"\n"}) {
+    fake.set("/etc/mltune/mltune.toml", text);
+    const auto snap = fake.snapshot();
+    r = run({"config", "check"});
+    EXPECT_EQ(r.rc, 2) << text << r.out;
+    EXPECT_NE(r.err.find("/etc/mltune/mltune.toml on this node"), std::string::npos) << r.err;
+    EXPECT_EQ(fake.snapshot(), snap) << "config check changed the node";
+    r = run({"config", "check", "--syntax-only"});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_NE(r.out.find("ok (syntax and profile)"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(run({"config", "check"}).err.find("[feeder] cpus 0-99: CPUs 2-99 are not online"), std::string::npos);
+  fake.set("/etc/mltune/mltune.toml", "profile = \"training\"\n");
+  (void)before;
   // Applied through the direct backend (no module in this fake), then reverted.
   r = run({"--json", "config", "apply"});
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -484,6 +559,7 @@ TEST_F(Cli, ContainerWithoutTheNodesPidsIsRefused) {
   EXPECT_NE(r.err.find("sched rules"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("own PID namespace"), std::string::npos) << r.err;
   EXPECT_EQ(fake.snapshot(), before);
+  fake.set("/sys/devices/system/cpu/online", "0-1\n");
   r = run({"feeder", "on", "--cpus", "1"});
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.err.find("own PID namespace"), std::string::npos) << r.err;

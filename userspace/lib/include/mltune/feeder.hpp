@@ -159,8 +159,11 @@ std::unique_ptr<FeederOs> make_live_feeder_os(const Sysroot &root);
 // The feeder CPUs of `spec` -- a cpulist ("2-3,6-7"), or a role of the CPU
 // plan of this node ("feeder", "feeder:N") -- with the plan's housekeeping
 // CPUs (empty for a cpulist: feeder_on() then keeps every other online CPU).
-// A role the plan has no CPUs for is an input error saying why.
-Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec);
+// A role the plan has no CPUs for is an input error saying why; a cpulist
+// must name online CPUs. `what` names the setting in errors ("--cpus",
+// "[feeder] cpus").
+Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec,
+                                                      std::string_view what = "--cpus");
 
 // The housekeeping CPUs for feeder CPUs `cpus`: the online ones of
 // `housekeeping`, else every other online CPU.  Input errors: no feeder

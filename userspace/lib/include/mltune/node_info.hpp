@@ -1,6 +1,7 @@
 // Facts about the running node that several subsystems ask for.
 #pragma once
 
+#include "mltune/cpulist.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
 
@@ -35,5 +36,13 @@ int irqbalance_pid(const Sysroot &root);
 // The pid of a process whose comm is `comm` (at most 15 characters, as the
 // kernel keeps it), or 0; scans /proc only where one of `programs` exists.
 int installed_process_pid(const Sysroot &root, std::string_view comm, std::initializer_list<std::string_view> programs);
+
+// The node's online CPUs (<sysroot>/sys/devices/system/cpu/online).
+Result<CpuSet> online_cpus(const Sysroot &root);
+
+// A cpulist the user gave (`what` names it in errors, "--cpus"): parsed, not
+// empty, and every CPU online on this node, else an input error that names
+// the CPUs that are not and the node's online list.
+Result<CpuSet> parse_node_cpus(const Sysroot &root, std::string_view spec, std::string_view what);
 
 } // namespace mltune

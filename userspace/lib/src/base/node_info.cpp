@@ -135,4 +135,34 @@ int installed_process_pid(const Sysroot &root, std::string_view comm,
   return 0;
 }
 
+Result<CpuSet> online_cpus(const Sysroot &root) {
+  static constexpr std::string_view k_online = "/sys/devices/system/cpu/online";
+  auto txt = root.read(k_online);
+  if (!txt) {
+    return with_context(txt.error(), "online CPUs");
+  }
+  return parse_cpuset(*txt, k_online);
+}
+
+Result<CpuSet> parse_node_cpus(const Sysroot &root, std::string_view spec, std::string_view what) {
+  auto c = parse_cpuset(spec, what);
+  if (!c) {
+    return c.error();
+  }
+  if (c->empty()) {
+    return input_error(std::string(what) + ": empty CPU list");
+  }
+  auto online = online_cpus(root);
+  if (!online) {
+    return online.error();
+  }
+  if (!online->contains(*c)) {
+    const CpuSet off = *c - *online;
+    return input_error(std::string(what) + " " + std::string(spec) + ": CPU" + (off.count() > 1 ? "s " : " ") +
+                       off.str() + (off.count() > 1 ? " are" : " is") +
+                       " not online on this node (online: " + online->str() + ")");
+  }
+  return c;
+}
+
 } // namespace mltune

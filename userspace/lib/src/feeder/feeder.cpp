@@ -1003,12 +1003,7 @@ Result<FeederStatus> feeder_status(const Sysroot &root) {
 }
 
 Result<CpuSet> feeder_housekeeping(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping) {
-  CpuSet online;
-  if (auto v = root.read("/sys/devices/system/cpu/online")) {
-    if (auto c = parse_cpuset(*v)) {
-      online = *c;
-    }
-  }
+  const CpuSet online = online_cpus(root).value_or(CpuSet{});
   if (cpus.empty()) {
     return input_error("no feeder CPUs given");
   }

@@ -32,9 +32,10 @@ Status FeederStep::plan() {
   if (spec_.empty()) {
     return {};
   }
-  auto c = resolve_feeder_cpus(root_, spec_);
+  // Named in the configuration file's terms: this step runs its [feeder].
+  auto c = resolve_feeder_cpus(root_, spec_, "[feeder] cpus");
   if (!c) {
-    return with_context(c.error(), "feeder: cpus '" + spec_ + "'");
+    return with_context(c.error(), "feeder");
   }
   cpus_ = c->first;
   auto hk = feeder_housekeeping(root_, cpus_, c->second);
