@@ -1,6 +1,7 @@
 # mltune top-level build. Run as root on Debian 12 (bookworm).
 #
-#   make run        set up, build, boot the newest kernel and show the node
+#   make run        set up, build, boot the newest kernel and show mltune end
+#                   to end (tests/vm/guest/demo): ends on a verified node
 #   make check      set up, build, run every test (unit, lint, kselftests in
 #                   guests of every matrix kernel, the Debian packages on a
 #                   systemd guest); ends "N passed, N failed, N skipped"
@@ -220,9 +221,11 @@ fleet-test: deb
 	@tests/fleet/run
 
 # ---- run ------------------------------------------------------------------
+# The demo (tests/vm/guest/demo, booted by tests/vm/run-demo) on the newest
+# matrix kernel: the node as found, provisioning, the operator, the feeder
+# cores, one summary line per step. tests/host-vm/demo.sh checks it.
 run: ensure-deps build
-	@tests/vm/run --kernel $(lastword $(BOOT)) --no-build \
-		--file tests/vm/guest/show-node:/root/show-node -- sh /root/show-node
+	@tests/vm/run-demo --kernel $(lastword $(BOOT))
 
 clean:
 	rm -rf $(BUILD)
