@@ -13,8 +13,8 @@ namespace {
 
 void verify(Context &ctx, const std::string &name) {
   const Sysroot root = ctx.root();
-  const ProfileLoader loader(&root);
-  auto p = loader.load(name);
+  // The active profile's name means the file its switch took it from.
+  auto p = load_active_profile(root, name);
   if (!p) {
     return ctx.fail(p.error());
   }

@@ -321,6 +321,67 @@ TEST_F(Cli, MetricsFollowTheSwitch) {
   ASSERT_EQ(run({"off"}).rc, 0);
 }
 
+// A profile switched by path is the file it came from: active, verify,
+// metrics and conformance check that file (never a built-in of the same
+// name) and agree with each other through a change of it.
+TEST_F(Cli, ProfileSwitchedByPathIsTrackedThroughAChangeOfItsFile) {
+  const auto state = [&] {
+    const auto a = run({"--json", "active"});
+    const auto c = run({"conformance"});
+    const auto m = run({"metrics"});
+    const bool in_line = a.j()["in_line"].get<bool>();
+    EXPECT_EQ(c.rc, in_line ? 0 : 1) << c.out << c.err;
+    EXPECT_EQ(a.j()["conformance"].is_null(), !in_line) << a.out;
+    EXPECT_NE(m.out.find(in_line ? "\nmltune_in_line 1\n" : "\nmltune_in_line 0\n"), std::string::npos) << m.out;
+    return a;
+  };
+  const auto f = profile_file("gpunode.toml", "[sysctl]\n\"vm.swappiness\" = { value = 5 }\n");
+  ASSERT_EQ(run({"switch", f}).rc, 0);
+  auto a = state();
+  EXPECT_EQ(a.j()["profile"], "gpunode");
+  EXPECT_TRUE(a.j()["in_line"].get<bool>()) << a.out;
+  EXPECT_EQ(run({"verify", "gpunode"}).rc, 0);
+  // The file changes: every check says so, none is in line.
+  fake.set("/p/gpunode.toml", "[sysctl]\n\"vm.swappiness\" = { value = 6 }\n");
+  a = state();
+  EXPECT_FALSE(a.j()["in_line"].get<bool>()) << a.out;
+  EXPECT_NE(a.out.find("has changed since: switch to it again"), std::string::npos) << a.out;
+  auto v = run({"verify", "gpunode"});
+  EXPECT_EQ(v.rc, 1);
+  EXPECT_NE(v.err.find("was switched from " + f + ", which has changed since"), std::string::npos) << v.err;
+  // Gone: the same, named.
+  std::filesystem::remove(f);
+  a = state();
+  EXPECT_NE(a.out.find("which no longer loads"), std::string::npos) << a.out;
+  EXPECT_EQ(run({"verify", "gpunode"}).rc, 1);
+  // Switched again: in line with the new content.
+  fake.set("/p/gpunode.toml", "[sysctl]\n\"vm.swappiness\" = { value = 6 }\n");
+  ASSERT_EQ(run({"switch", f}).rc, 0);
+  EXPECT_TRUE(state().j()["in_line"].get<bool>());
+  EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "6");
+  // A file named like a built-in is that file, not the built-in.
+  const auto t = profile_file("pp/training.toml", "[sysctl]\n\"vm.swappiness\" = { value = 7 }\n");
+  ASSERT_EQ(run({"switch", t}).rc, 0);
+  a = state();
+  EXPECT_EQ(a.j()["profile"], "training");
+  EXPECT_TRUE(a.j()["in_line"].get<bool>()) << a.out;
+  EXPECT_EQ(run({"verify", "training"}).rc, 0);
+  // By name again: the built-in, and the record says so.
+  ASSERT_EQ(run({"switch", "training"}).rc, 0);
+  EXPECT_TRUE(state().j()["in_line"].get<bool>());
+  EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
+  // One name rule, at switch time: nothing is written.
+  const auto odd = profile_file("My.Profile.toml", "[sysctl]\n\"vm.swappiness\" = { value = 5 }\n");
+  const auto before = fake.snapshot();
+  const auto r = run({"switch", odd});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("its name 'My.Profile' (the file name without .toml) is not a profile name"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(fake.snapshot(), before);
+  ASSERT_EQ(run({"off"}).rc, 0);
+  EXPECT_FALSE(fake.root().exists("/run/mltune/profile.json"));
+}
+
 // conformance: the profile's content hash while the node is in line, the
 // same in metrics and active --json; exit 1 with the reason once a knob
 // drifted or no profile is active. Only content counts, not its origin.

@@ -136,8 +136,9 @@ struct NodeStatus {
   std::vector<NodeDifference> differences; // of the active profile
   std::string fingerprint;                 // profile_fingerprint() of it, "" when it does not load
 
-  // A profile is active and no domain is drifted, failed or rolled back
-  // (what verify checks).
+  // A profile is active, it was checked (its file loads, unchanged since
+  // the switch) and no domain is drifted, failed or rolled back (what
+  // verify checks).
   [[nodiscard]] bool in_line() const;
   // The domains that keep it out of line ("knobs drifted, nic failed").
   [[nodiscard]] std::string out_of_line() const;
@@ -147,6 +148,25 @@ struct NodeStatus {
 };
 
 [[nodiscard]] Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams = {});
+
+// The profile a switch made active, as switched: its name, the file it was
+// loaded from when given by path (Profile::file; "" by name) and its
+// fingerprint. Every successful switch and configuration apply writes it;
+// off removes it.
+inline constexpr std::string_view k_profile_record = "/run/mltune/profile.json";
+struct ProfileRecord {
+  std::string name;
+  std::string file;
+  std::string fingerprint;
+};
+[[nodiscard]] Status record_profile(const Sysroot &root, const Profile &p);
+[[nodiscard]] Status forget_profile(const Sysroot &root);
+[[nodiscard]] Result<std::optional<ProfileRecord>> recorded_profile(const Sysroot &root);
+// The profile `name` as the node's active one (status, verify, follow,
+// metrics, conformance): where the last switch to `name` took it from a
+// file, that file, and a failure saying so when it is gone or has changed
+// since (never a profile of the same name elsewhere); else by name.
+[[nodiscard]] Result<Profile> load_active_profile(const Sysroot &root, std::string_view name);
 
 struct OffReport {
   std::vector<DomainState>

@@ -62,6 +62,10 @@ struct BootSettings {
 
 struct Profile {
   std::string name;
+  // Given by path: the file, absolute (what a switch records, so that
+  // status, verify and follow check this file, never a profile of the same
+  // name elsewhere); "" when found by name.
+  std::string file;
   std::string description;
   std::vector<Knob> knobs;            // in apply order: included files first
   std::vector<std::string> sources;   // files merged, outermost last
@@ -103,7 +107,9 @@ public:
 
   // A name ("training") or a file path (contains '/' or ends in ".toml").
   // Names resolve to <sysroot>/etc/mltune/profiles/NAME.toml, then
-  // <sysroot><packaged_profile_dir()>/NAME.toml, then built-ins.
+  // <sysroot><packaged_profile_dir()>/NAME.toml, then built-ins. A file's
+  // name without ".toml" is the profile's name and follows the one name
+  // rule (letters, digits, '-', '_'; a letter or digit first).
   [[nodiscard]] Result<Profile> load(std::string_view name_or_path) const;
   // Parse TOML text; `display` names it in errors.  Includes resolve to
   // built-ins and user profiles only.

@@ -181,6 +181,11 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
   if (!done) {
     return failed(done.error());
   }
+  if (profile && !opt.dry_run) {
+    if (auto st = record_profile(root, *profile); !st) {
+      return failed(with_context(st.error(), "recording the switched profile"));
+    }
+  }
   if (profile && !opt.dry_run && backend == Backend::kernel) {
     // The follower the module's uevent wakes has nothing left to do.
     if (auto st = note_followed(root, profile->name); !st) {

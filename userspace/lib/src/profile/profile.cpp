@@ -765,6 +765,18 @@ Result<Profile> ProfileLoader::load(std::string_view name_or_path) const {
   }
   Profile p;
   p.name = src->name;
+  if (const bool by_path = name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".toml");
+      by_path) {
+    if (!valid_name(src->name)) {
+      return input_error("profile file " + src->display + ": its name '" + src->name +
+                         "' (the file name without .toml) is not a profile name: letters, digits, '-' and '_', "
+                         "starting with a letter or digit, shorter than " +
+                         std::to_string(MLTUNE_NAME_MAX) + " characters");
+    }
+    std::error_code ec;
+    const fs::path abs = fs::absolute(fs::path(name_or_path), ec);
+    p.file = (ec ? fs::path(name_or_path) : abs).lexically_normal().string();
+  }
   std::vector<std::string> stack;
   if (auto st = load_into(*src, p, stack); !st) {
     return st.error();

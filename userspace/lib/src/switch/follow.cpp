@@ -147,7 +147,9 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
 
   const ProfileLoader loader(&root);
   const auto known = loader.list();
-  if (std::find(known.begin(), known.end(), name) == known.end()) {
+  const auto switched = recorded_profile(root);
+  const bool from_file = switched && *switched && (*switched)->name == name && !(*switched)->file.empty();
+  if (!from_file && std::find(known.begin(), known.end(), name) == known.end()) {
     // A profile defined in the module only: it has no user-space domains.
     rec.in_line = name;
     rec.detail = "no profile file for '" + name + "': nothing beyond the kernel knobs";
@@ -156,7 +158,7 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
     }
     return FollowState{rec, state.last_failure};
   }
-  auto loaded = loader.load(name);
+  auto loaded = load_active_profile(root, name);
   const Profile broken;
   const Profile &prof = loaded ? *loaded : broken;
   // The knobs once more through the module, after the modules: the knob

@@ -84,6 +84,11 @@ Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
   const std::array<Step *, 5> steps{&modules_, &knobs_, &nic_, &sched_, &boot_};
   modules_.stop_at(opt.stop_at);
   auto r = run_transaction(steps, opt);
+  if (r && !opt.dry_run) {
+    if (auto st = record_profile(root_, profile_); !st) {
+      return with_context(st.error(), "recording the switched profile");
+    }
+  }
   if (r && !opt.dry_run && backend_ == Backend::kernel) {
     // The module's uevent wakes the follower: it has nothing left to do.
     if (auto st = note_followed(root_, profile_.name); !st) {
@@ -305,7 +310,10 @@ bool out_of_line_state(const DomainState &d) {
 } // namespace
 
 bool NodeStatus::in_line() const {
-  return !profile.empty() && std::none_of(domains.begin(), domains.end(), out_of_line_state);
+  // A profile that could not be checked (its file gone or changed, or
+  // defined in the module only) is not in line: status, metrics and
+  // conformance say the same.
+  return !profile.empty() && !fingerprint.empty() && std::none_of(domains.begin(), domains.end(), out_of_line_state);
 }
 
 std::string NodeStatus::out_of_line() const {
@@ -330,7 +338,7 @@ Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
     for (const char *d : {"modules", "knobs", "nic", "sched"}) {
       s.domains.push_back({d, "off", "no profile active"});
     }
-  } else if (auto p = ProfileLoader(&root).load(s.profile); !p) {
+  } else if (auto p = load_active_profile(root, s.profile); !p) {
     // A profile defined in the module only, or a file that no longer loads.
     for (const char *d : {"modules", "knobs", "nic", "sched"}) {
       s.domains.push_back({d, "unchecked", "profile '" + s.profile + "': " + p.error().message});
@@ -608,6 +616,9 @@ Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams) {
   rep.domains.push_back(off_modules(root, seams));
   if (auto st = note_followed(root, std::string(k_baseline)); !st) {
     rep.domains.push_back({"follow", "failed", st.error().message});
+  }
+  if (auto st = forget_profile(root); !st) {
+    rep.domains.push_back({"profile", "failed", st.error().message});
   }
   lock->remove_on_release();
   return rep;
