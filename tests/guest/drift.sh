@@ -8,7 +8,7 @@
 # kernel refuses leaves no record; `drift stop` removes the watcher.
 . "$(dirname "$0")/lib.sh"
 CTL=${MLTUNECTL:-/usr/sbin/mltunectl}
-t_plan 9
+t_plan 10
 
 [ -x "$CTL" ] || { t_diag "mltunectl missing"; exit 4; }
 PLANT=$(command -v noise_plant) || { t_diag "noise_plant missing (--bin build/userspace/noise_plant)"; exit 4; }
@@ -94,7 +94,13 @@ jq -e --argjson p "$SP" '.writes[0] | select(.comm == "mlt-writer" and .pid == $
 	{ t_fail "drift show names who made thread $S SCHED_FIFO"; sed 's/^/# /' $W/s.json; }
 kill $S; wait $S 2>/dev/null; S=""
 
-"$CTL" drift stop >/dev/null 2>&1
-[ ! -e /sys/fs/bpf/mltune-drift ] && [ "$("$CTL" --json drift status | jq -r .running)" = false ] &&
-	t_ok "drift stop removes the watcher" || t_fail "drift stop removes the watcher"
+stopped=$("$CTL" drift stop 2>&1)
+[ "$stopped" = "drift watcher stopped" ] && [ ! -e /sys/fs/bpf/mltune-drift ] &&
+	[ "$("$CTL" --json drift status | jq -r .running)" = false ] &&
+	t_ok "drift stop removes the watcher" || { t_fail "drift stop removes the watcher"; echo "# $stopped"; }
+# A second stop has nothing to stop, and says so.
+again=$("$CTL" --json drift stop 2>&1)
+[ "$(echo "$again" | jq -r .stopped)" = false ] &&
+	[ "$("$CTL" drift stop 2>&1)" = "drift watcher was not running: nothing to stop" ] &&
+	t_ok "drift stop with no watcher says nothing ran" || { t_fail "drift stop with no watcher says nothing ran"; echo "# $again"; }
 t_done

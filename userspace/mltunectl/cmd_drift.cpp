@@ -44,12 +44,14 @@ void register_drift(CLI::App &app, Context &ctx) {
       });
 
   d->add_subcommand("stop", "Stop the watcher and drop its records")->callback([&ctx] {
-    if (auto st = drift_stop(ctx.root()); !st) {
-      return ctx.fail(st.error());
+    auto stopped = drift_stop(ctx.root());
+    if (!stopped) {
+      return ctx.fail(stopped.error());
     }
-    if (!ctx.json) {
-      *ctx.out << "drift watcher stopped\n";
+    if (ctx.json) {
+      return ctx.emit({{"stopped", *stopped}});
     }
+    *ctx.out << (*stopped ? "drift watcher stopped\n" : "drift watcher was not running: nothing to stop\n");
   });
 
   d->add_subcommand("status", "Whether the watcher runs, since when, and what this kernel lets it see")

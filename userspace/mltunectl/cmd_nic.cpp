@@ -80,6 +80,16 @@ nlohmann::json change_json(const NicChange &c) {
   return {{"interface", c.ifname}, {"setting", c.key}, {"from", c.from}, {"to", c.to}, {"origin", c.origin}};
 }
 
+// An RPS mask (hex, as rps_cpus holds it) as the cpulist IRQ affinities are
+// shown in ("3" -> "0-1"); anything else as it is.
+std::string shown_value(const std::string &key, const std::string &v) {
+  if (!key.starts_with("rps.") || !key.ends_with(".cpus")) {
+    return v;
+  }
+  auto set = parse_cpumask(v);
+  return set ? (set->empty() ? std::string("none") : set->str()) : v;
+}
+
 void print_changes(Context &ctx, const NicReport &r, bool applied) {
   const auto &changes = applied ? r.applied : r.plan.changes;
   if (ctx.json) {
@@ -96,7 +106,7 @@ void print_changes(Context &ctx, const NicReport &r, bool applied) {
   }
   for (const auto &c : changes) {
     *ctx.out << (applied ? "set\t" : "change\t") << (c.ifname.empty() ? "(global)" : c.ifname) << "\t" << c.key << ": '"
-             << c.from << "' -> '" << c.to << "'\n";
+             << shown_value(c.key, c.from) << "' -> '" << shown_value(c.key, c.to) << "'\n";
   }
   for (const auto &s : r.skipped) {
     *ctx.out << "skip\t" << s.ifname << "\t" << s.key << ": " << s.why << "\n";

@@ -65,7 +65,8 @@ nlohmann::json domains_json(ProfileSwitch &sw, bool dry_run) {
   return d;
 }
 
-void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend, ProfileSwitch *sw) {
+void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend, ProfileSwitch *sw,
+                const Profile *profile = nullptr) {
   if (ctx.json) {
     nlohmann::json steps = nlohmann::json::array();
     for (const auto &s : plan.steps) {
@@ -86,8 +87,20 @@ void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend, ProfileSw
   }
   *ctx.out << "plan: switch to '" << plan.profile << "' with the " << to_string(backend) << " backend\n";
   for (const auto &s : plan.steps) {
-    *ctx.out << "  " << action_name(s.action) << "\t" << s.key << ": '" << s.current << "' -> '" << s.value << "'"
-             << (s.note.empty() ? "" : " (" + s.note + ")") << "\n";
+    // A bound (at_least/at_most) the node already meets keeps its value:
+    // say so rather than show a "change" to the bound.
+    const Knob *k = profile != nullptr ? profile->find(s.key) : nullptr;
+    const char *bound = k == nullptr                  ? nullptr
+                        : k->cmp == KnobCmp::at_least ? ">= "
+                        : k->cmp == KnobCmp::at_most  ? "<= "
+                                                      : nullptr;
+    *ctx.out << "  " << action_name(s.action) << "\t" << s.key << ": '" << s.current << "'";
+    if (bound != nullptr && s.action == PlanStep::Action::unchanged) {
+      *ctx.out << " (meets " << bound << s.value << ")";
+    } else {
+      *ctx.out << " -> '" << s.value << "'" << (bound != nullptr ? std::string(" (") + bound + s.value + ")" : "");
+    }
+    *ctx.out << (s.note.empty() ? "" : " (" + s.note + ")") << "\n";
   }
 }
 
@@ -177,10 +190,11 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
     return ctx.fail(done.error());
   }
   if (ctx.dry_run) {
+    // The header first, then the knobs, then the NIC plan.
+    print_plan(ctx, sw.knobs().switch_plan(), backend, &sw, &*p);
     if (sw.nic().planned() && !ctx.json) {
       print_nic_changes(ctx, *sw.nic().planned(), false);
     }
-    print_plan(ctx, sw.knobs().switch_plan(), backend, &sw);
     if (backend == Backend::kernel && !ctx.json && ctx.verbose > 0) {
       *ctx.out << "knob list for the module:\n" << kernel_knob_list(*p, ctx.root());
     }

@@ -152,3 +152,30 @@ TEST(KnobFiles, KeptOnTheLiveNodeOnly) {
   EXPECT_EQ(after_fake, open_now);
   EXPECT_EQ(kept_knob_files(), 0U);
 }
+
+// A refused bpf() is explained by what the node shows: the capabilities the
+// process lacks, seccomp, lockdown, the unprivileged sysctl; or that none
+// of these is the reason.
+TEST(BpfRefusal, NamesWhatRefusesIt) {
+  mltune::test::FakeSysroot fake;
+  const auto status = [&](const char *cap_eff, int seccomp, int uid) {
+    const std::string u = std::to_string(uid);
+    fake.set("/proc/self/status", "Name:\tmltunectl\nUid:\t" + u + "\t" + u + "\t" + u + "\t" + u + "\nCapEff:\t" +
+                                      cap_eff + "\nSeccomp:\t" + std::to_string(seccomp) + "\n");
+  };
+  status("000001ffffffffff", 0, 0); // root, every capability
+  fake.set("/sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
+  fake.set("/proc/sys/kernel/unprivileged_bpf_disabled", "2\n");
+  EXPECT_EQ(mltune::bpf_refusal_reason(fake.root()).rfind("not the capabilities, seccomp, lockdown", 0), 0U);
+  status("0000000000000000", 2, 1000); // a user in a container
+  fake.set("/sys/kernel/security/lockdown", "none integrity [confidentiality]\n");
+  EXPECT_EQ(mltune::bpf_refusal_reason(fake.root()),
+            "this process lacks CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN); a seccomp filter is on this process (a "
+            "container runtime's default profile refuses bpf()); kernel lockdown is 'confidentiality' "
+            "(/sys/kernel/security/lockdown; it refuses BPF that reads kernel memory); "
+            "kernel.unprivileged_bpf_disabled=2 refuses BPF to users without CAP_BPF");
+  status("000000c000000000", 0, 1000); // CAP_BPF and CAP_PERFMON are enough
+  fake.set("/sys/kernel/security/lockdown", "[none] integrity confidentiality\n");
+  fake.set("/proc/sys/kernel/unprivileged_bpf_disabled", "0\n");
+  EXPECT_EQ(mltune::bpf_refusal_reason(fake.root()).rfind("not the capabilities", 0), 0U);
+}

@@ -321,6 +321,17 @@ TEST_F(Cli, MetricsFollowTheSwitch) {
   ASSERT_EQ(run({"off"}).rc, 0);
 }
 
+// --dry-run switch: the plan's header first; a bound the node meets shows
+// as met, not as a change to the bound.
+TEST_F(Cli, DryRunSwitchShowsBoundsAsBounds) {
+  const auto r = run({"--dry-run", "switch", "training"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("plan: switch to 'training' with the direct backend\n", 0), 0U) << r.out;
+  EXPECT_NE(r.out.find("unchanged\tfs.file-max: '9223372036854775807' (meets >= 2097152)\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("write\tvm.swappiness: '60' -> '1'\n"), std::string::npos) << r.out;
+}
+
 // A profile switched by path is the file it came from: active, verify,
 // metrics and conformance check that file (never a built-in of the same
 // name) and agree with each other through a change of it.

@@ -156,7 +156,7 @@ TEST_F(ProfileFiles, OutOfRangeAndBadTypes) {
       {"[sysfs]\n\"kernel/mm/transparent_hugepage/enabled\" = { value = \"sometimes\" }\n", "is not one of"},
       {"[sysfs]\n\"kernel/mm/../../../etc/passwd\" = { value = \"x\" }\n", "invalid sysfs path"},
       {"[sysfs]\n\"power/state\" = { value = \"mem\" }\n", "outside the allowed subtrees"},
-      {"[sysctl]\n\"vm.foo\" = { value = \"a  b\" }\n", "one line, without extra spaces"},
+      {"[sysctl]\n\"vm.foo\" = { value = \"a  b\" }\n", "value has extra spaces"},
       {"sysctl = 3\n", "[sysctl] must be a table"},
       {"include = 3\n", "include must be"},
   };

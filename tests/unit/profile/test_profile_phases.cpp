@@ -35,6 +35,11 @@ TEST(ProfilePhases, ParseRefusesNonAsciiAndBadToml) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, Errc::input);
   EXPECT_EQ(bad.error().message.rfind("t.toml:1:", 0), 0U);
+  // A key given twice: named as the file spells it, not as toml++ garbles it.
+  EXPECT_EQ(error_of(parse_profile_text("[sysctl]\n\"vm.swappiness\" = { value = 1 }\n"
+                                        "\"vm.swappiness\" = { value = 2 }\n",
+                                        "t.toml")),
+            "t.toml:3: \"vm.swappiness\" is defined twice in its table (a key may appear once)");
 }
 
 TEST(ProfilePhases, TopLevelCollectsIncludesInOrder) {
@@ -156,11 +161,22 @@ TEST(ProfilePhases, KnobErrors) {
       {"[sysctl]\n\"vm.x\" = { at_most = 1, at_least = 2 }\n",
        "t.toml:2: vm.x: give one of value, at_least, at_most (not at_least and at_most)"},
       {"[sysctl]\n\"vm.x\" = { value = \"a  b\" }\n",
-       "t.toml:2: vm.x: value must be non-empty, one line, without extra spaces"},
+       "t.toml:2: vm.x: value has extra spaces (leading, trailing or doubled): 'a  b'"},
+      {"[sysctl]\n\"vm.x\" = { value = \"\" }\n", "t.toml:2: vm.x: value is empty"},
+      {"[sysctl]\n\"vm.x\" = { value = \"\"\"a\nb\"\"\" }\n",
+       "t.toml:2: vm.x: value must be one line (a newline or NUL byte in it)"},
+      {"[sysctl]\n\"vm.x\" = { value = \"xxxx\" }\n", nullptr},
       {"[sysfs]\n\"class/net/x\" = { value = 1 }\n", "t.toml:2: sysfs path 'class/net/x' is outside the allowed"},
   };
-  for (const auto &[text, want] : bad) {
-    SCOPED_TRACE(text);
+  for (const auto &[text_in, want_in] : bad) {
+    // nullptr: a value over the limit, named with the limit.
+    const std::string text = want_in != nullptr
+                                 ? std::string(text_in)
+                                 : "[sysctl]\n\"vm.x\" = { value = \"" + std::string(5000, 'x') + "\" }\n";
+    const std::string want = want_in != nullptr
+                                 ? std::string(want_in)
+                                 : "t.toml:2: vm.x: value is 5000 bytes, more than the 4096-byte limit of a knob value";
+    SCOPED_TRACE(text.substr(0, 80));
     const auto e = parse_knobs(doc_of(text), "t.toml");
     ASSERT_FALSE(e.ok());
     EXPECT_EQ(e.error().message.rfind(want, 0), 0U) << e.error().message;

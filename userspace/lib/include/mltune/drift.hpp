@@ -74,8 +74,8 @@ bool drift_built();
 // Loads and pins the watcher (an error when it runs already, this build has
 // no BPF, or `root` is not the live node).
 Status drift_start(const Sysroot &root);
-// Unpins it (not running: nothing to do).
-Status drift_stop(const Sysroot &root);
+// Unpins it; true when it was running (not running: nothing to do, false).
+Result<bool> drift_stop(const Sysroot &root);
 Result<DriftStatus> drift_status(const Sysroot &root);
 // The watcher's records, newest first; an empty log when it is not running.
 DriftLog load_drift_log(const Sysroot &root);

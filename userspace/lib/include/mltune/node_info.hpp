@@ -37,6 +37,14 @@ int irqbalance_pid(const Sysroot &root);
 // kernel keeps it), or 0; scans /proc only where one of `programs` exists.
 int installed_process_pid(const Sysroot &root, std::string_view comm, std::initializer_list<std::string_view> programs);
 
+// Why the kernel refuses this process's bpf() with EPERM, as far as the
+// node shows it (`root`: where to read /proc/self, /proc/sys and
+// securityfs): the capabilities it lacks (CAP_BPF and CAP_PERFMON, or
+// CAP_SYS_ADMIN), a seccomp filter, kernel lockdown, the
+// kernel.unprivileged_bpf_disabled sysctl; else that none of these is the
+// reason (a security module or the platform then is).
+std::string bpf_refusal_reason(const Sysroot &root);
+
 // The node's online CPUs (<sysroot>/sys/devices/system/cpu/online).
 Result<CpuSet> online_cpus(const Sysroot &root);
 

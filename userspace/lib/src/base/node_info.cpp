@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,54 @@ int installed_process_pid(const Sysroot &root, std::string_view comm,
     }
   }
   return 0;
+}
+
+std::string bpf_refusal_reason(const Sysroot &root) {
+  std::vector<std::string> why;
+  std::uint64_t cap_eff = 0;
+  bool seccomp = false;
+  bool root_uid = false;
+  if (auto status = root.read("/proc/self/status")) {
+    for (const auto line : split_lines(*status)) {
+      const auto w = split_words(line);
+      if (w.size() >= 2 && w[0] == "CapEff:") {
+        cap_eff = std::strtoull(std::string(w[1]).c_str(), nullptr, 16);
+      } else if (w.size() >= 2 && w[0] == "Seccomp:") {
+        seccomp = w[1] != "0";
+      } else if (w.size() >= 3 && w[0] == "Uid:") {
+        root_uid = w[2] == "0"; // effective
+      }
+    }
+  }
+  constexpr unsigned k_cap_sys_admin = 21;
+  constexpr unsigned k_cap_perfmon = 38;
+  constexpr unsigned k_cap_bpf = 39;
+  const auto has = [&](unsigned cap) { return (cap_eff >> cap & 1U) != 0; };
+  if (!has(k_cap_sys_admin) && !(has(k_cap_bpf) && has(k_cap_perfmon))) {
+    why.emplace_back("this process lacks CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)");
+  }
+  if (seccomp) {
+    why.emplace_back("a seccomp filter is on this process (a container runtime's default profile refuses bpf())");
+  }
+  // read_value() gives a choice file's selected value ("[integrity]" -> "integrity").
+  if (auto mode = root.read_value("/sys/kernel/security/lockdown"); mode && !mode->empty() && *mode != "none") {
+    why.push_back("kernel lockdown is '" + *mode + "' (/sys/kernel/security/lockdown; " +
+                  (*mode == "confidentiality" ? "it refuses BPF that reads kernel memory"
+                                              : "Secure Boot turns it on; it can refuse BPF helpers") +
+                  ")");
+  }
+  if (auto v = root.read_value("/proc/sys/kernel/unprivileged_bpf_disabled"); v && *v != "0" && !root_uid) {
+    why.push_back("kernel.unprivileged_bpf_disabled=" + *v + " refuses BPF to users without CAP_BPF");
+  }
+  if (why.empty()) {
+    return "not the capabilities, seccomp, lockdown or kernel.unprivileged_bpf_disabled: a security module "
+           "(SELinux, AppArmor, a BPF LSM) or the platform refuses it";
+  }
+  std::string out;
+  for (const auto &w : why) {
+    out += (out.empty() ? "" : "; ") + w;
+  }
+  return out;
 }
 
 Result<CpuSet> online_cpus(const Sysroot &root) {

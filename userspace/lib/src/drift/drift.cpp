@@ -2,6 +2,7 @@
 // records.  The BPF side is bpf/mltune_drift.bpf.c, loaded through
 // bpf/mltune_observe.h when this build has the toolchain (MLTUNE_HAVE_BPF).
 #include "mltune/drift.hpp"
+#include "mltune/node_info.hpp"
 
 #include "base/cgroup.hpp"
 #include "base/state_file.hpp"
@@ -13,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 
@@ -192,20 +194,28 @@ Status drift_start(const Sysroot &root) {
   char missing[512] = "";
   char err[256] = "";
   if (int ret = mltune_drift_start(MLTUNE_DRIFT_PIN_DIR, &cfg, missing, sizeof missing, err, sizeof err); ret != 0) {
-    return failure(std::string("drift watcher: ") + err, -ret);
+    std::string msg = std::string("drift watcher: ") + err;
+    if (-ret == EPERM || -ret == EACCES) {
+      msg += " (why: " + bpf_refusal_reason(root) + ")";
+    }
+    return failure(msg, -ret);
   }
   return k_state.save(root, {local_time(clock_ns(CLOCK_REALTIME)), missing});
 }
 
-Status drift_stop(const Sysroot &root) {
+Result<bool> drift_stop(const Sysroot &root) {
   if (!root.is_live()) {
     return input_error("the drift watcher runs on the live node only, not --sysroot " + root.root().string());
   }
+  const bool running = root.exists(MLTUNE_DRIFT_PIN_DIR);
   char err[256] = "";
   if (int ret = mltune_drift_stop(MLTUNE_DRIFT_PIN_DIR, err, sizeof err); ret != 0) {
     return failure(std::string("drift watcher: ") + err, -ret);
   }
-  return k_state.remove(root);
+  if (auto st = k_state.remove(root); !st) {
+    return st.error();
+  }
+  return running;
 }
 
 DriftLog load_drift_log(const Sysroot &root) {
@@ -239,8 +249,8 @@ Status drift_start(const Sysroot & /*root*/) {
   return failure("this mltunectl was built without the BPF toolchain: no drift watcher");
 }
 
-Status drift_stop(const Sysroot & /*root*/) {
-  return {};
+Result<bool> drift_stop(const Sysroot & /*root*/) {
+  return false;
 }
 
 DriftLog load_drift_log(const Sysroot & /*root*/) {

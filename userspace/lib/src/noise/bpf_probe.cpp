@@ -4,6 +4,8 @@
 // measure_noise() falls back to the /proc counters.
 #include "mltune/noise.hpp"
 
+#include "mltune/node_info.hpp"
+
 #include "noise/bpf_raw.hpp"
 
 #ifdef MLTUNE_HAVE_BPF
@@ -11,6 +13,7 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -118,7 +121,11 @@ public:
     char missing[512] = "";
     char err[256] = "";
     if (int ret = mltune_noise_open(&n_, &cfg_, missing, sizeof missing, err, sizeof err); ret != 0) {
-      return failure(std::string("BPF: ") + err, -ret);
+      std::string msg = std::string("BPF: ") + err;
+      if (-ret == EPERM || -ret == EACCES) {
+        msg += " (why: " + bpf_refusal_reason(Sysroot("/")) + ")";
+      }
+      return failure(msg, -ret);
     }
     missing_ = missing;
     cfg_.enabled = 1;

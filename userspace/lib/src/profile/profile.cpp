@@ -415,8 +415,25 @@ Result<toml::table> parse_profile_text(const std::string &text, const std::strin
   try {
     return toml::parse(text, display);
   } catch (const toml::parse_error &e) {
-    return input_error(display + ":" + std::to_string(e.source().begin.line) + ":" +
-                       std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+    const auto line = e.source().begin.line;
+    const std::string_view what = e.description();
+    // toml++ reports a key given twice as a redefinition, with the key
+    // garbled ('"vmvm.swappiness" '): name the key as the file spells it.
+    if (what.find("cannot redefine existing") != std::string_view::npos && line > 0) {
+      std::string_view rest = text;
+      for (size_t n = 1; n < line && !rest.empty(); ++n) {
+        const auto nl = rest.find('\n');
+        rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      }
+      const std::string_view at = rest.substr(0, rest.find('\n'));
+      const std::string_view key = trim(at.substr(0, at.find('=')));
+      if (!key.empty()) {
+        return input_error(display + ":" + std::to_string(line) + ": " + std::string(key) +
+                           " is defined twice in its table (a key may appear once)");
+      }
+    }
+    return input_error(display + ":" + std::to_string(line) + ":" + std::to_string(e.source().begin.column) + ": " +
+                       std::string(what));
   }
 }
 
@@ -488,10 +505,20 @@ namespace {
 // The value of a parsed knob: one line, normalized, within the catalog's range.
 Status check_knob_value(const Knob &knob, const std::string &at) {
   const std::string &key = knob.key;
-  if (knob.value.size() > k_max_value_len ||
-      std::any_of(knob.value.begin(), knob.value.end(), [](char c) { return c == '\n' || c == '\0'; }) ||
-      normalize_value(knob.value) != knob.value || knob.value.empty()) {
-    return input_error(at + ": " + key + ": value must be non-empty, one line, without extra spaces");
+  // Each way a value can be wrong, named (the limit with its number).
+  if (knob.value.size() > k_max_value_len) {
+    return input_error(at + ": " + key + ": value is " + std::to_string(knob.value.size()) + " bytes, more than the " +
+                       std::to_string(k_max_value_len) + "-byte limit of a knob value");
+  }
+  if (knob.value.empty()) {
+    return input_error(at + ": " + key + ": value is empty");
+  }
+  if (std::any_of(knob.value.begin(), knob.value.end(), [](char c) { return c == '\n' || c == '\0'; })) {
+    return input_error(at + ": " + key + ": value must be one line (a newline or NUL byte in it)");
+  }
+  if (normalize_value(knob.value) != knob.value) {
+    return input_error(at + ": " + key + ": value has extra spaces (leading, trailing or doubled): '" + knob.value +
+                       "'");
   }
   if (const auto *entry = catalog_find(key)) {
     if (auto err = catalog_check(*entry, knob.value)) {

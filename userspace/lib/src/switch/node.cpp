@@ -15,6 +15,7 @@
 #include "switch/undo.hpp"
 
 #include <algorithm>
+#include <cerrno>
 
 namespace mltune {
 
@@ -47,6 +48,13 @@ void NodeLock::remove_on_release() {
 Result<NodeLock> NodeLock::acquire(const Sysroot &root) {
   auto l = FileLock::acquire(root, k_node_lock);
   if (!l) {
+    if (l.error().sys_errno == EACCES || l.error().sys_errno == EPERM) {
+      // Not root: say what it takes, not which file refused.
+      return Error{Errc::failed,
+                   "changing the node needs root (CAP_SYS_ADMIN; the resident switcher takes the same) (" +
+                       l.error().message + ")",
+                   l.error().sys_errno};
+    }
     return with_context(l.error(), "taking the node lock");
   }
   l->pass_to_children(); // modprobe keeps it (module_step.cpp)
