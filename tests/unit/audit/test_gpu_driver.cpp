@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -195,6 +196,53 @@ TEST(NvidiaDriver, ReadersDirectly) {
   }
   EXPECT_FALSE(detail::query_nvml("/nonexistent.so"));
   EXPECT_FALSE(detail::query_nvidia_smi("/bin/false"));
+}
+
+// A current driver answers every per-GPU field in one --query-gpu, and the
+// remapped-rows query runs beside it: two nvidia-smi runs, overlapping (the
+// fake's main query waits, at most 10 s, until the other has started).
+TEST(NvidiaDriver, NvidiaSmiRunsTwiceSideBySide) {
+  char dir_tmpl[] = "/tmp/mltune-smi-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_tmpl), nullptr);
+  const std::filesystem::path dir = dir_tmpl;
+  const std::string log = (dir / "log").string();
+  const std::string smi = (dir / "nvidia-smi").string();
+  std::ofstream(smi)
+      << "#!/bin/sh\n"
+         "echo \"$1\" >>" +
+             log +
+             "\n"
+             "case $1 in\n"
+             "--query-gpu=pci.bus_id,persistence_mode,*,clocks_throttle_reasons.applications_clocks_setting)\n"
+             "  i=0; while [ ! -e " +
+             log +
+             ".remap ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n"
+             "  [ -e " +
+             log + ".remap ] && echo overlapped >>" + log +
+             "\n"
+             "  echo '00000000:18:00.0, Enabled, Enabled, Enabled, Disabled, Disabled, 1980, 1980, 2619, "
+             "2619, [N/A], Active' ;;\n"
+             "--query-remapped-rows=*) : >" +
+             log +
+             ".remap; echo '00000000:18:00.0, Yes, No' ;;\n"
+             "*) exit 2 ;;\n"
+             "esac\n";
+  std::filesystem::permissions(smi, std::filesystem::perms::owner_all);
+  auto st = detail::query_nvidia_smi(smi);
+  ASSERT_TRUE(st) << st.error().message;
+  ASSERT_EQ(st->gpus.size(), 1U);
+  EXPECT_EQ(st->gpus[0].persistence, true);
+  EXPECT_EQ(st->gpus[0].clocks_set_limit, true);
+  EXPECT_EQ(st->gpus[0].remap_pending, true);
+  std::ifstream in(log);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) {
+    lines.push_back(l);
+  }
+  EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string &l) { return l.starts_with("--query"); }), 2)
+      << "nvidia-smi runs";
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "overlapped"), lines.end()) << "the two queries did not overlap";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(NvidiaDriver, MpsDaemonIsReported) {

@@ -132,10 +132,10 @@ std::vector<std::string> csv_fields(std::string_view line) {
   return f;
 }
 
-// Each CSV row of `argv`'s output whose first field is a bus id, by address.
-std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::string> &argv, size_t nfields) {
+// Each CSV row of a query's output whose first field is a bus id, by
+// address; none when the query failed.
+std::map<std::string, std::vector<std::string>> smi_rows(const Result<CommandResult> &out, size_t nfields) {
   std::map<std::string, std::vector<std::string>> rows;
-  auto out = run_command(argv, CommandOutput::stdout_only);
   if (!out || out->status != 0) {
     return rows;
   }
@@ -146,6 +146,10 @@ std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::
     }
   }
   return rows;
+}
+
+std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::string> &argv, size_t nfields) {
+  return smi_rows(run_command(argv, CommandOutput::stdout_only), nfields);
 }
 
 } // namespace
@@ -228,19 +232,34 @@ Result<NvidiaState> query_nvml(const std::string &library) {
 }
 
 Result<NvidiaState> query_nvidia_smi(const std::string &path) {
+  // Each nvidia-smi run costs an NVML start-up (about 24 ms on an H200
+  // node): one --query-gpu for every per-GPU field, the remapped-rows query
+  // (its own kind) beside it; only a driver that refuses a field of the
+  // first (older than the throttle-reason field) gets the two narrower
+  // queries after.
   static constexpr const char *k_fields = "pci.bus_id,persistence_mode,ecc.mode.current,ecc.mode.pending,"
                                           "mig.mode.current,mig.mode.pending,clocks.applications.graphics,"
                                           "clocks.default_applications.graphics,clocks.applications.memory,"
                                           "clocks.default_applications.memory,retired_pages.pending";
-  const auto main = smi_rows({path, std::string("--query-gpu=") + k_fields, "--format=csv,noheader,nounits"}, 11);
+  static constexpr const char *k_reason = "clocks_throttle_reasons.applications_clocks_setting";
+  const auto both = run_commands(
+      {{path, std::string("--query-gpu=") + k_fields + "," + k_reason, "--format=csv,noheader,nounits"},
+       {path, "--query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure", "--format=csv,noheader"}},
+      CommandOutput::stdout_only);
+  auto main = smi_rows(both[0], 12);
+  std::map<std::string, std::vector<std::string>> reasons;
   if (main.empty()) {
-    return failure(path + " --query-gpu: no answer");
+    main = smi_rows({path, std::string("--query-gpu=") + k_fields, "--format=csv,noheader,nounits"}, 11);
+    if (main.empty()) {
+      return failure(path + " --query-gpu: no answer");
+    }
+    reasons = smi_rows({path, std::string("--query-gpu=pci.bus_id,") + k_reason, "--format=csv,noheader"}, 2);
+  } else {
+    for (const auto &[addr, f] : main) {
+      reasons[addr] = {f[0], f[11]};
+    }
   }
-  const auto reasons = smi_rows(
-      {path, "--query-gpu=pci.bus_id,clocks_throttle_reasons.applications_clocks_setting", "--format=csv,noheader"}, 2);
-  const auto remap = smi_rows(
-      {path, "--query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure", "--format=csv,noheader"},
-      3);
+  const auto remap = smi_rows(both[1], 3);
   NvidiaState st;
   st.source = "nvidia-smi";
   for (const auto &[addr, f] : main) {

@@ -93,8 +93,16 @@ Status exec_argv(const std::vector<std::string> &argv) {
   return sys_error(argv[0], errno);
 }
 
-Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output,
-                                  std::span<const int> keep_fds) {
+namespace {
+
+// A started program: its pid and, when its output is captured, the read
+// end of its pipe.
+struct Spawned {
+  pid_t pid = -1;
+  UniqueFd rd;
+};
+
+Result<Spawned> spawn(const std::vector<std::string> &argv, CommandOutput output, std::span<const int> keep_fds) {
   if (argv.empty()) {
     return input_error("run_command: no program");
   }
@@ -140,24 +148,57 @@ Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandO
   if (rc != 0) {
     return sys_error(argv[0], rc);
   }
+  return Spawned{pid, std::move(rd)};
+}
+
+// Reads what the program writes until it closes its output, then reaps it.
+Result<CommandResult> collect(Spawned &sp) {
   CommandResult res;
-  if (rd) {
+  if (sp.rd) {
     char buf[4096];
     ssize_t n = 0;
-    while ((n = ::read(rd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    while ((n = ::read(sp.rd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
       if (n > 0) {
         res.output.append(buf, static_cast<size_t>(n));
       }
     }
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
+  while (::waitpid(sp.pid, &status, 0) < 0) {
     if (errno != EINTR) {
       return sys_error("waitpid", errno);
     }
   }
   res.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return res;
+}
+
+} // namespace
+
+Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output,
+                                  std::span<const int> keep_fds) {
+  auto sp = spawn(argv, output, keep_fds);
+  if (!sp) {
+    return sp.error();
+  }
+  return collect(*sp);
+}
+
+std::vector<Result<CommandResult>> run_commands(const std::vector<std::vector<std::string>> &argvs,
+                                                CommandOutput output) {
+  // All started before any is read: they run side by side. A program
+  // whose output fills its pipe waits until its turn to be read.
+  std::vector<Result<Spawned>> started;
+  started.reserve(argvs.size());
+  for (const auto &argv : argvs) {
+    started.push_back(spawn(argv, output, {}));
+  }
+  std::vector<Result<CommandResult>> out;
+  out.reserve(argvs.size());
+  for (auto &sp : started) {
+    out.push_back(sp ? collect(*sp) : Result<CommandResult>(sp.error()));
+  }
+  return out;
 }
 
 } // namespace mltune::detail

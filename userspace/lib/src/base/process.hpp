@@ -40,5 +40,9 @@ enum class CommandOutput {
 // close-on-exec flag cleared there only): FileLock::passed_to_children().
 Result<CommandResult> run_command(const std::vector<std::string> &argv, CommandOutput output,
                                   std::span<const int> keep_fds = {});
+// Runs every argv side by side (all started, then each waited for): the
+// wall time of the slowest, not of the sum. One result per argv, in order.
+std::vector<Result<CommandResult>> run_commands(const std::vector<std::vector<std::string>> &argvs,
+                                                CommandOutput output);
 
 } // namespace mltune::detail
