@@ -337,7 +337,7 @@ TEST_F(Cli, DryRunSwitchShowsBoundsAsBounds) {
 // name) and agree with each other through a change of it.
 TEST_F(Cli, ProfileSwitchedByPathIsTrackedThroughAChangeOfItsFile) {
   const auto state = [&] {
-    const auto a = run({"--json", "active"});
+    auto a = run({"--json", "active"});
     const auto c = run({"conformance"});
     const auto m = run({"metrics"});
     const bool in_line = a.j()["in_line"].get<bool>();
