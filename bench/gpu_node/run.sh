@@ -3,7 +3,8 @@
 # median wall time with its distribution-free 95% interval (order
 # statistics), minimum wall time and median CPU time of each command over N
 # runs, the two binaries alternating run by run, a run that exits non-zero
-# rejected; and whether both print the same `--json topology`.
+# rejected; and whether both print the same `--json topology`. Timing and
+# the interval: bench/common/stats.py (copy bench/common along).
 #
 #   bench/gpu_node/run.sh OLD NEW [RUNS]     default 15 runs
 #
@@ -11,21 +12,13 @@
 # node. Results: bench/gpu_node/README.md.
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 OLD NEW [RUNS]" >&2; exit 2; }
-exec python3 - "$1" "$2" "${3:-15}" <<'PY'
-import math, os, statistics, subprocess, sys, time
+BENCH=$(cd "$(dirname "$0")/.." && pwd)
+exec python3 - "$1" "$2" "${3:-15}" "$BENCH/common" <<'PY'
+import statistics, subprocess, sys
 old, new, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from stats import ci95, run_once as one  # bench/common/stats.py
 cmds = [["--version"], ["topology"], ["plan"], ["audit", "--no-nvidia-smi", "--nvml", "none"], ["audit"]]
-def ci95(xs):
-    # ranks j < k with P(x_(j) <= median <= x_(k)) >= 95% (binomial, p = 1/2)
-    xs = sorted(xs); n = len(xs)
-    cdf = lambda k: sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
-    j = max([k for k in range(n // 2) if cdf(k) <= 0.025] or [0])
-    return xs[j], xs[n - 1 - j]
-def one(args):
-    s = time.perf_counter()
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    return (time.perf_counter() - s) * 1000, (ru.ru_utime + ru.ru_stime) * 1000, status
 same = subprocess.run([old, "--json", "topology"], capture_output=True).stdout == \
     subprocess.run([new, "--json", "topology"], capture_output=True).stdout
 print(f"--json topology identical: {same}")

@@ -18,8 +18,8 @@ inline Sysroot fixture(std::string_view name) {
   return Sysroot(fixture_dir(name));
 }
 
-inline constexpr std::string_view k_fixtures[] = {"hgx-2s-8gpu", "epyc-nps4-4gpu", "workstation-1gpu",
-                                                  "vm-2cpu",     "guest-q35",      "gpu-memory-node"};
+inline constexpr std::string_view k_fixtures[] = {"hgx-2s-8gpu", "epyc-nps4-4gpu",  "workstation-1gpu", "vm-2cpu",
+                                                  "guest-q35",   "gpu-memory-node", "xl-8s-1024cpu"};
 
 // A writable copy of a fixture, removed at scope exit.
 class FixtureCopy {

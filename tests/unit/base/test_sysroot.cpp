@@ -155,6 +155,52 @@ TEST_P(Confined, TreeRelativeSymlinksResolveAsOnTheNode) {
   EXPECT_TRUE(root.is_dir("/sys/class/net/eth0"));
 }
 
+// The tree named through a symlink (its path is not the kernel's name for
+// it), its top and a link to an absolute path: the same tree paths either way.
+TEST_P(Confined, ResolveGivesTreePathsWhateverTheTreeIsCalled) {
+  put(fake.dir() / "sys/devices/pci0000:00/0000:00:02.0/net/eth0/mtu", "1500\n");
+  fs::create_directories(fake.dir() / "sys/class/net");
+  fs::create_symlink("/sys/devices/pci0000:00/0000:00:02.0/net/eth0", fake.dir() / "sys/class/net/eth0");
+  const fs::path alias = fake.dir().string() + "-alias";
+  fs::create_symlink(fake.dir(), alias);
+  for (const Sysroot &root : {fake.root(), Sysroot(alias)}) {
+    EXPECT_EQ(root.resolve("/sys/class/net/eth0").value_or(""), "/sys/devices/pci0000:00/0000:00:02.0/net/eth0");
+    EXPECT_FALSE(root.resolve("/sys/class/net/eth0/../eth0/mtu")); // ".." is refused
+    EXPECT_EQ(root.resolve("/").value_or(""), "/");
+    EXPECT_FALSE(root.resolve("/sys/class/net/eth1"));
+  }
+  fs::remove(alias);
+}
+
+// A file past 1 MiB (a 1024-CPU fixture's /proc/interrupts) is read by
+// mapping it: every line, the last one without its newline too.
+TEST(SysrootLines, LargeRegularFileGivesEveryLine) {
+  FakeSysroot fake;
+  std::string text;
+  const std::string row(4000, ' ');
+  for (int i = 0; i < 600; ++i) {
+    text += std::to_string(i) + ":" + row + "name" + std::to_string(i) + "\n";
+  }
+  text += "tail";
+  ASSERT_GT(text.size(), 1U << 21);
+  put(fake.dir() / "proc/interrupts", text);
+  std::vector<std::string> lines;
+  EXPECT_TRUE(mltune::detail::for_each_line(fake.root(), "/proc/interrupts", [&](std::string_view l) {
+    lines.emplace_back(l);
+    return true;
+  }));
+  ASSERT_EQ(lines.size(), 601U);
+  EXPECT_EQ(lines[0], "0:" + row + "name0");
+  EXPECT_EQ(lines[599], "599:" + row + "name599");
+  EXPECT_EQ(lines[600], "tail");
+  lines.clear(); // stopping early
+  mltune::detail::for_each_line(fake.root(), "/proc/interrupts", [&](std::string_view l) {
+    lines.emplace_back(l);
+    return lines.size() < 3;
+  });
+  EXPECT_EQ(lines.size(), 3U);
+}
+
 TEST_P(Confined, StateWritesAndLocksStayInside) {
   const Sysroot root = fake.root();
   // /run itself a symlink out of the tree: the state and the lock go to the

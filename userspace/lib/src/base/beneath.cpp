@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <optional>
+#include <string>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -178,7 +179,70 @@ int open_beneath(int top, std::string_view rel, int flags, mode_t mode) {
   return walk(top, rel, flags, mode, nullptr);
 }
 
+namespace {
+
+// The path the kernel shows for an open descriptor (/proc/self/fd/N), ""
+// where /proc cannot show it or the file is gone.
+std::string fd_path(int fd) {
+  std::array<char, 4096> buf{};
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
+  if (n <= 0 || static_cast<size_t>(n) >= buf.size() || buf[0] != '/') {
+    return {};
+  }
+  std::string out(buf.data(), static_cast<size_t>(n));
+  return out.ends_with(" (deleted)") ? std::string() : out;
+}
+
+// The kernel's resolution: openat2(2) in the tree's root, then the opened
+// file's path relative to the tree's own. Four system calls, where the walk
+// makes two per component and three per symlink (a device under
+// /sys/class/net: a dozen components and links). nullopt where the kernel
+// cannot answer this way (no openat2, no /proc, a path that does not lie
+// below the tree's: then the walk decides); "" where the path does not
+// resolve.
+std::optional<std::string> resolve_in_kernel(int top, std::string_view rel) {
+  if (g_force_walk || g_no_openat2) {
+    return std::nullopt;
+  }
+  open_how how{};
+  how.flags = static_cast<uint64_t>(O_PATH | O_CLOEXEC);
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  const std::string path = rel.empty() ? std::string(".") : std::string(rel);
+  long fd = -1;
+  for (int tries = 0; fd < 0; ++tries) {
+    fd = ::syscall(SYS_openat2, top, path.c_str(), &how, sizeof how);
+    if (fd < 0 && (errno != EAGAIN || tries >= 8)) {
+      return errno == ENOSYS || errno == EAGAIN ? std::nullopt : std::optional<std::string>(std::string());
+    }
+  }
+  const UniqueFd held(static_cast<int>(fd));
+  const std::string base = fd_path(top);
+  const std::string full = fd_path(held.get());
+  if (base.empty() || full.empty()) {
+    return std::nullopt;
+  }
+  if (base == "/") {
+    return full;
+  }
+  if (full == base) {
+    return std::string("/");
+  }
+  if (full.size() > base.size() && full.starts_with(base) && full[base.size()] == '/') {
+    return full.substr(base.size());
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
 std::string resolve_beneath(int top, std::string_view rel) {
+  while (rel.starts_with('/')) {
+    rel.remove_prefix(1);
+  }
+  if (auto fast = resolve_in_kernel(top, rel)) {
+    return *fast;
+  }
   std::vector<std::string> names;
   const UniqueFd fd(walk(top, rel, O_PATH, 0, &names));
   if (!fd) {

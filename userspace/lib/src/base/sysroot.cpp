@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <functional>
 #include <map>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -160,6 +161,26 @@ bool for_each_line(const Sysroot &root, std::string_view abs, const std::functio
   const UniqueFd fd = open_node(root, abs, O_RDONLY);
   if (!fd) {
     return false;
+  }
+  // A large regular file (a fixture's /proc/interrupts of 1024 columns is
+  // 45 MB) is mapped, not copied through read(2): the copy alone took 30 ms.
+  // /proc files report size 0 and are read as a stream.
+  if (struct stat st{}; ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (1 << 20)) {
+    const auto size = static_cast<size_t>(st.st_size);
+    if (void *m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd.get(), 0); m != MAP_FAILED) {
+      const std::string_view text(static_cast<const char *>(m), size);
+      size_t start = 0;
+      bool more = true;
+      while (more && start < text.size()) {
+        const void *nl = std::memchr(text.data() + start, '\n', text.size() - start);
+        const size_t end =
+            nl == nullptr ? text.size() : static_cast<size_t>(static_cast<const char *>(nl) - text.data());
+        more = f(text.substr(start, end - start));
+        start = end + 1;
+      }
+      ::munmap(m, size);
+      return true;
+    }
   }
   std::string pending;
   std::array<char, 65536> buf{};
