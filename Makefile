@@ -185,7 +185,8 @@ dkms-check:
 # settings as root and restore them. Results: bench/*/README.md.
 BENCHES ?= switch hugepool nic plan switch_vs_tuned sched_latency feeder noise
 bench: build
-	@for b in $(BENCHES); do echo "==== bench/$$b"; bench/$$b/run.sh || exit 1; done
+	@failed=""; for b in $(BENCHES); do echo "==== bench/$$b"; bench/$$b/run.sh || failed="$$failed $$b"; done; \
+		if [ -n "$$failed" ]; then echo "bench: target missed or run failed in:$$failed"; exit 1; fi
 
 # On a real node: install the module through DKMS for the running kernel.
 dkms-install:
