@@ -53,8 +53,8 @@ Result<Profile> load_active_profile(const Sysroot &root, std::string_view name) 
   // on the command line is a host path).
   auto p = ProfileLoader(&root).load(r.file);
   if (!p) {
-    return failure("profile '" + r.name + "' was switched from " + r.file + ", which no longer loads: " +
-                   p.error().message);
+    return failure("profile '" + r.name + "' was switched from " + r.file +
+                   ", which no longer loads: " + p.error().message);
   }
   if (profile_fingerprint(*p) != r.fingerprint) {
     return failure("profile '" + r.name + "' was switched from " + r.file +
