@@ -3,6 +3,7 @@
 #include "cli.hpp"
 
 #include "mltune/config.hpp"
+#include "mltune/feeder.hpp"
 #include "mltune/node_steps.hpp"
 #include "mltune/pool.hpp"
 
@@ -89,17 +90,26 @@ void run_check(Context &ctx, const ConfigArgs &a) {
       return ctx.fail(with_context(p.error(), c->source + ": profile '" + *c->profile + "'"));
     }
   }
-  // Against this node: every step plans (feeder CPUs online, pool nodes
-  // present, NIC settings supported) and nothing changes.
+  // Against this node's hardware, whatever state it is in (the module may
+  // not be loaded yet, an interface may be down): the feeder CPUs are
+  // online and leave housekeeping CPUs, the pool's NUMA nodes exist.
   if (!a.syntax_only) {
-    ConfigApplyOptions opt;
-    opt.dry_run = true;
-    opt.baseline_on_failure = false;
-    if (auto r = apply_config(ctx.root(), *c, opt); !r) {
-      // What this node cannot take is the file's error here (exit 2).
-      Error e = with_context(r.error(), c->source + " on this node (--syntax-only for another node's file)");
-      e.kind = Errc::input;
-      return ctx.fail(e);
+    const Sysroot root = ctx.root();
+    const std::string here = c->source + " on this node (--syntax-only for another node's file)";
+    if (c->feeder_cpus && !c->feeder_cpus->empty()) {
+      auto cpus = resolve_feeder_cpus(root, *c->feeder_cpus, "[feeder] cpus");
+      if (!cpus) {
+        return ctx.fail(input_error(with_context(cpus.error(), here).message));
+      }
+      if (auto hk = feeder_housekeeping(root, cpus->first, cpus->second); !hk) {
+        return ctx.fail(input_error(with_context(hk.error(), here + ": [feeder] cpus").message));
+      }
+    }
+    for (const auto &[node, pages] : c->pool) {
+      if (!root.is_dir("/sys/devices/system/node/node" + std::to_string(node))) {
+        return ctx.fail(
+            input_error(here + ": [pool] reserve: NUMA node " + std::to_string(node) + " does not exist here"));
+      }
     }
   }
   const char *what = a.syntax_only ? "syntax and profile" : "against this node";
@@ -179,8 +189,8 @@ void register_config(CLI::App &app, Context &ctx) {
   file(show);
   add_field_option(show, a->field, {"source", "profile", "watcher", "user_quota", "feeder_cpus", "feeder_mechanism"});
   show->callback([&ctx, a] { run_show(ctx, *a); });
-  auto *check = cmd->add_subcommand(
-      "check", "Validate the configuration and its profile against this node, changing nothing (exit 2 on an error)");
+  auto *check = cmd->add_subcommand("check", "Validate the configuration and its profile, and its feeder CPUs and pool "
+                                             "nodes against this node (exit 2 on an error)");
   file(check);
   check->add_flag("--syntax-only", a->syntax_only,
                   "Check the file and its profile only, not against this node (a file for another node)");
