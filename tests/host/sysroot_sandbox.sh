@@ -77,20 +77,27 @@ outside() { # outside LOG [TREE]: paths, sockets and programs outside the tree, 
 		}
 	}' "$1"
 }
-for c in "${cmds[@]}"; do
+# confined LABEL TREE CMD [STRACE OPTIONS...]: one TAP line, ok when the
+# command run with --sysroot TREE under strace touched nothing outside it.
+confined() {
+	local label=$1 tree=$2 c=$3 rc bad
+	shift 3
 	n=$((n + 1))
 	# shellcheck disable=SC2086 # the command's words
-	strace -f -qq -e trace=%file,%network,execve -o "$T/log" "$M" --sysroot "$FIX" $c >"$T/out" 2>&1
+	strace "$@" -f -qq -e trace=%file,%network,execve -o "$T/log" "$M" --sysroot "$tree" $c >"$T/out" 2>&1
 	rc=$?
-	bad=$(outside "$T/log" | sort -u)
+	bad=$(outside "$T/log" "$tree" | sort -u)
 	if [ -z "$bad" ]; then
-		echo "ok $n mltunectl --sysroot FIX $c (exit $rc): nothing outside the tree"
+		echo "ok $n mltunectl --sysroot $label $c (exit $rc): nothing outside the tree"
 		pass=$((pass + 1))
 	else
-		echo "not ok $n mltunectl --sysroot FIX $c (exit $rc)"
+		echo "not ok $n mltunectl --sysroot $label $c (exit $rc)"
 		echo "$bad" | head -n 10 | sed 's/^/# /'
 		fail=$((fail + 1))
 	fi
+}
+for c in "${cmds[@]}"; do
+	confined FIX "$FIX" "$c"
 done
 # The same on the 1024-CPU tree (xl-8s-1024cpu: 1024 CPUs, 40 NICs, 3,945
 # IRQs, /proc/interrupts of 45 MB), for the looking commands whose work
@@ -104,19 +111,7 @@ xl_cmds=("--json topology" "plan" "audit" "verify training" "--dry-run switch tr
 XL=$FIXTURES/xl-8s-1024cpu
 if [ -d "$XL" ]; then
 	for c in "${xl_cmds[@]}"; do
-		n=$((n + 1))
-		# shellcheck disable=SC2086 # the command's words
-		strace --seccomp-bpf -f -qq -e trace=%file,%network,execve -o "$T/log" "$M" --sysroot "$XL" $c >"$T/out" 2>&1
-		rc=$?
-		bad=$(outside "$T/log" "$XL" | sort -u)
-		if [ -z "$bad" ]; then
-			echo "ok $n mltunectl --sysroot xl-8s-1024cpu $c (exit $rc): nothing outside the tree"
-			pass=$((pass + 1))
-		else
-			echo "not ok $n mltunectl --sysroot xl-8s-1024cpu $c (exit $rc)"
-			echo "$bad" | head -n 10 | sed 's/^/# /'
-			fail=$((fail + 1))
-		fi
+		confined xl-8s-1024cpu "$XL" "$c" --seccomp-bpf
 	done
 else
 	n=$((n + 1))

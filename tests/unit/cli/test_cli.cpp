@@ -585,7 +585,6 @@ TEST_F(Cli, ConfigCheckAndApplyExitCodes) {
   // Checked against this node: a pool on a node it lacks, feeder CPUs it
   // does not have; --syntax-only for a file written for another node.
   fake.set("/sys/devices/system/cpu/online", "0-1\n");
-  const auto before = fake.snapshot();
   for (const auto *text : {"[pool]\nreserve = { 7 = \"1G\" }\n", "[feeder]\ncpus = \"0-99\"\n"}) {
     fake.set("/etc/mltune/mltune.toml", text);
     const auto snap = fake.snapshot();
@@ -599,7 +598,6 @@ TEST_F(Cli, ConfigCheckAndApplyExitCodes) {
   }
   EXPECT_NE(run({"config", "check"}).err.find("[feeder] cpus 0-99: CPUs 2-99 are not online"), std::string::npos);
   fake.set("/etc/mltune/mltune.toml", "profile = \"training\"\n");
-  (void)before;
   // Applied through the direct backend (no module in this fake), then reverted.
   r = run({"--json", "config", "apply"});
   ASSERT_EQ(r.rc, 0) << r.err;

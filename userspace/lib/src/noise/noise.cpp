@@ -2,6 +2,8 @@
 // mltune/noise.hpp).  The probes are in bpf_probe.cpp and proc_probe.cpp.
 #include "mltune/noise.hpp"
 
+#include "mltune/node_info.hpp"
+
 #include "base/cgroup.hpp"
 #include "base/proc.hpp"
 #include "base/process.hpp"
@@ -334,15 +336,11 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
   }
   CpuSet cpus = opt.cpus;
   if (cpus.empty()) {
-    auto online = root.read("/sys/devices/system/cpu/online");
+    auto online = online_cpus(root);
     if (!online) {
-      return with_context(online.error(), "online CPUs");
+      return online.error();
     }
-    auto c = parse_cpuset(*online, "/sys/devices/system/cpu/online");
-    if (!c) {
-      return c.error();
-    }
-    cpus = *c;
+    cpus = *online;
   }
   if (cpus.count() > 0 && cpus.cpus().back() >= MLTUNE_NOISE_MAX_CPUS) {
     return input_error("CPU " + std::to_string(cpus.cpus().back()) + " is beyond the " +

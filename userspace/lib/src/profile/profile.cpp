@@ -144,8 +144,18 @@ struct ProfileLoader::Source {
   std::string node_dir;
 };
 
+namespace {
+
+// A profile reference is a file path when it has a '/' or ends in ".toml";
+// otherwise it is a name.
+bool is_profile_path(std::string_view ref) {
+  return ref.find('/') != std::string_view::npos || ref.ends_with(".toml");
+}
+
+} // namespace
+
 Result<ProfileLoader::Source> ProfileLoader::resolve(std::string_view ref, const Source *from) const {
-  const bool is_path = ref.find('/') != std::string_view::npos || ref.ends_with(".toml");
+  const bool is_path = is_profile_path(ref);
   if (is_path) {
     fs::path p(ref);
     if (p.is_relative() && from != nullptr) {
@@ -792,8 +802,7 @@ Result<Profile> ProfileLoader::load(std::string_view name_or_path) const {
   }
   Profile p;
   p.name = src->name;
-  if (const bool by_path = name_or_path.find('/') != std::string_view::npos || name_or_path.ends_with(".toml");
-      by_path) {
+  if (is_profile_path(name_or_path)) {
     if (!valid_name(src->name)) {
       return input_error("profile file " + src->display + ": its name '" + src->name +
                          "' (the file name without .toml) is not a profile name: letters, digits, '-' and '_', "
