@@ -126,6 +126,7 @@ private:
   std::string prefix_; // root_ without a trailing '/'; empty for "/"
   // The tree's top, opened once and shared by the copies; null for "/".
   std::shared_ptr<const int> top_;
+  std::string top_path_; // where /proc/self/fd showed top_ when it was opened
   std::map<std::string, int, std::less<>> faults_;
 };
 

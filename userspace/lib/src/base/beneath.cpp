@@ -179,10 +179,6 @@ int open_beneath(int top, std::string_view rel, int flags, mode_t mode) {
   return walk(top, rel, flags, mode, nullptr);
 }
 
-namespace {
-
-// The path the kernel shows for an open descriptor (/proc/self/fd/N), ""
-// where /proc cannot show it or the file is gone.
 std::string fd_path(int fd) {
   std::array<char, 4096> buf{};
   const std::string link = "/proc/self/fd/" + std::to_string(fd);
@@ -194,6 +190,23 @@ std::string fd_path(int fd) {
   return out.ends_with(" (deleted)") ? std::string() : out;
 }
 
+namespace {
+
+// `full` as a path below the tree whose top is at `base`; nullopt where it
+// does not lie below it.
+std::optional<std::string> below(const std::string &full, std::string_view base) {
+  if (base == "/") {
+    return full;
+  }
+  if (full == base) {
+    return std::string("/");
+  }
+  if (full.size() > base.size() && full.starts_with(base) && full[base.size()] == '/') {
+    return full.substr(base.size());
+  }
+  return std::nullopt;
+}
+
 // The kernel's resolution: openat2(2) in the tree's root, then the opened
 // file's path relative to the tree's own. Four system calls, where the walk
 // makes two per component and three per symlink (a device under
@@ -201,7 +214,7 @@ std::string fd_path(int fd) {
 // cannot answer this way (no openat2, no /proc, a path that does not lie
 // below the tree's: then the walk decides); "" where the path does not
 // resolve.
-std::optional<std::string> resolve_in_kernel(int top, std::string_view rel) {
+std::optional<std::string> resolve_in_kernel(int top, std::string_view rel, std::string_view top_path) {
   if (g_force_walk || g_no_openat2) {
     return std::nullopt;
   }
@@ -217,30 +230,26 @@ std::optional<std::string> resolve_in_kernel(int top, std::string_view rel) {
     }
   }
   const UniqueFd held(static_cast<int>(fd));
-  const std::string base = fd_path(top);
   const std::string full = fd_path(held.get());
-  if (base.empty() || full.empty()) {
+  if (full.empty()) {
     return std::nullopt;
   }
-  if (base == "/") {
-    return full;
+  if (!top_path.empty()) {
+    if (auto r = below(full, top_path)) {
+      return r;
+    }
   }
-  if (full == base) {
-    return std::string("/");
-  }
-  if (full.size() > base.size() && full.starts_with(base) && full[base.size()] == '/') {
-    return full.substr(base.size());
-  }
-  return std::nullopt;
+  const std::string base = fd_path(top);
+  return base.empty() ? std::nullopt : below(full, base);
 }
 
 } // namespace
 
-std::string resolve_beneath(int top, std::string_view rel) {
+std::string resolve_beneath(int top, std::string_view rel, std::string_view top_path) {
   while (rel.starts_with('/')) {
     rel.remove_prefix(1);
   }
-  if (auto fast = resolve_in_kernel(top, rel)) {
+  if (auto fast = resolve_in_kernel(top, rel, top_path)) {
     return *fast;
   }
   std::vector<std::string> names;

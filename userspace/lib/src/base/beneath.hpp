@@ -30,8 +30,14 @@ namespace mltune::detail {
 int open_beneath(int top, std::string_view rel, int flags, mode_t mode = 0);
 
 // The tree path ("/a/b/c", no symlink in it) that `rel` resolves to below
-// `top`; empty with errno set when a component does not exist.
-std::string resolve_beneath(int top, std::string_view rel);
+// `top`; empty with errno set when a component does not exist. `top_path`:
+// fd_path(top) as read when the tree was opened, which saves reading it again
+// (read anew where the tree has moved since).
+std::string resolve_beneath(int top, std::string_view rel, std::string_view top_path = {});
+
+// The path the kernel shows for an open descriptor (/proc/self/fd/N), ""
+// where /proc cannot show it or the file is gone.
+std::string fd_path(int fd);
 
 // Test hook: resolve in user space even where openat2(2) exists, so that
 // the tests cover the path older kernels take.

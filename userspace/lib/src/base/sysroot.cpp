@@ -137,6 +137,7 @@ Sysroot::Sysroot(fs::path root) : root_(std::move(root)) {
         ::close(*p);
         delete p; // NOLINT(cppcoreguidelines-owning-memory)
       });
+      top_path_ = detail::fd_path(fd);
     }
   }
 }
@@ -378,7 +379,7 @@ std::optional<std::string> Sysroot::resolve(std::string_view abs) const {
     hold.reset(::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     top = hold.get();
   }
-  std::string out = top >= 0 ? detail::resolve_beneath(top, abs) : std::string();
+  std::string out = top >= 0 ? detail::resolve_beneath(top, abs, hold ? std::string_view() : top_path_) : std::string();
   if (out.empty()) {
     return std::nullopt;
   }
