@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 using namespace mltune;
@@ -15,6 +18,29 @@ using mltune::test::fixture;
 using mltune::test::FixtureCopy;
 
 namespace {
+
+// Sets bits `mask` of the 16-bit register at `off` of a fixture function's
+// config space to `value` (the generator puts the PCI Express capability at
+// 0x60: Link Capabilities at 0x6c, Link Status at 0x72).
+void set_config_bits(const FixtureCopy &c, const std::string &addr, size_t off, std::uint16_t mask,
+                     std::uint16_t value) {
+  const auto path = c.root().path("/sys/bus/pci/devices/" + addr + "/config");
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(f) << path;
+  std::array<unsigned char, 2> b{};
+  f.seekg(static_cast<std::streamoff>(off));
+  f.read(reinterpret_cast<char *>(b.data()), 2); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+  const auto v = static_cast<std::uint16_t>(((b[0] | (b[1] << 8U)) & ~mask) | (value & mask));
+  b = {static_cast<unsigned char>(v & 0xffU), static_cast<unsigned char>(v >> 8U)};
+  f.seekp(static_cast<std::streamoff>(off));
+  f.write(reinterpret_cast<const char *>(b.data()), 2); // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+  ASSERT_TRUE(f) << path;
+}
+
+constexpr size_t k_lnkcap = 0x6c;
+constexpr size_t k_lnksta = 0x72;
+constexpr std::uint16_t k_speed = 0x000f;
+constexpr std::uint16_t k_width = 0x03f0;
 
 AuditOptions no_driver() {
   AuditOptions o;
@@ -126,14 +152,15 @@ TEST(PcieAudit, ConfigSpaceReadableOnlyByRoot) {
 
 TEST(PcieAudit, IdleGpuSpeedSlotLimitsAndUnknownLinks) {
   FixtureCopy c("hgx-2s-8gpu");
+  // The link registers, which root reads in the config space (the sysfs
+  // attributes show the same registers).
   // GPU 0 idles at 2.5 GT/s: reported, as information.
-  c.set("/sys/bus/pci/devices/0000:18:00.0/current_link_speed", "2.5 GT/s PCIe\n");
+  set_config_bits(c, "0000:18:00.0", k_lnksta, k_speed, 1);
   // NIC 1's downstream port is wired x8: the slot caps it; the link at x8 is what it can be.
-  c.set("/sys/bus/pci/devices/0000:29:01.0/max_link_width", "8\n");
-  c.set("/sys/bus/pci/devices/0000:2b:00.0/current_link_width", "8\n");
+  set_config_bits(c, "0000:29:01.0", k_lnkcap, k_width, 8U << 4U);
+  set_config_bits(c, "0000:2b:00.0", k_lnksta, k_width, 8U << 4U);
   // NIC 2 reports no link (a root complex integrated endpoint does so).
-  c.set("/sys/bus/pci/devices/0000:3b:00.0/current_link_speed", "Unknown\n");
-  c.set("/sys/bus/pci/devices/0000:3b:00.0/current_link_width", "0\n");
+  set_config_bits(c, "0000:3b:00.0", k_lnksta, k_speed | k_width, 0);
   // NVMe 0 in a translated domain: not a GPU or NIC, not flagged.
   for (const auto &g : std::filesystem::directory_iterator(c.root().path("/sys/kernel/iommu_groups"))) {
     if (std::filesystem::exists(g.path() / "devices/0000:4a:00.0")) {

@@ -111,6 +111,7 @@ public:
       return;
     }
     std::vector<std::string> chain;
+    std::vector<std::string> dirs; // each function's own directory
     std::string host_bridge;
     size_t pos = 0;
     const std::string &p = *resolved;
@@ -120,8 +121,10 @@ public:
       if (comp.starts_with("pci") && comp.size() > 3 && comp.find(':') != std::string::npos) {
         host_bridge = comp;
         chain.clear();
+        dirs.clear();
       } else if (!host_bridge.empty() && is_pci_address(comp)) {
         chain.push_back(comp);
+        dirs.push_back(p.substr(0, end));
       }
       pos = end + 1;
     }
@@ -132,7 +135,11 @@ public:
     loc.host_bridge = host_bridge;
     loc.path.assign(chain.begin(), chain.end() - 1);
     for (size_t i = 0; i < chain.size(); ++i) {
-      PciNode &n = node(chain[i], i == 0 ? std::string() : chain[i - 1], host_bridge);
+      // Read in the function's own directory, not through its
+      // /sys/bus/pci/devices link: one path walk per file, not two.
+      // The device's own NUMA node was read with its locality.
+      const int *numa = i + 1 == chain.size() ? &loc.numa_node : nullptr;
+      PciNode &n = node(chain[i], i == 0 ? std::string() : chain[i - 1], host_bridge, dirs[i], numa);
       if (i + 1 == chain.size()) {
         n.device = label;
       } else {
@@ -169,13 +176,13 @@ public:
   }
 
 private:
-  PciNode &node(const std::string &addr, const std::string &parent, const std::string &host_bridge) {
+  PciNode &node(const std::string &addr, const std::string &parent, const std::string &host_bridge,
+                const std::string &dir, const int *numa_node) {
     auto [it, fresh] = nodes_.try_emplace(addr);
     PciNode &n = it->second;
     if (!fresh) {
       return n;
     }
-    const std::string dir = "/sys/bus/pci/devices/" + addr;
     n.address = addr;
     n.parent = parent;
     n.host_bridge = host_bridge;
@@ -188,7 +195,9 @@ private:
       }
     }
     read_link(dir, n);
-    if (auto v = parse_int<int>(text(dir + "/numa_node"))) {
+    if (numa_node != nullptr) {
+      n.numa_node = *numa_node;
+    } else if (auto v = parse_int<int>(text(dir + "/numa_node"))) {
       n.numa_node = std::max(-1, *v);
     }
     if (auto g = resolve_link(root_, dir + "/iommu_group", t_)) {
@@ -214,16 +223,26 @@ private:
     return w && *w <= k_max_width ? *w : 0;
   }
 
-  // sysfs first; the capability's own registers where a kernel lacks the files.
+  // Where the PCI Express capability was read (root reads it; a reader
+  // without CAP_SYS_ADMIN sees 64 bytes), the current speed and width and the
+  // largest width come from its Link Status and Link Capabilities registers,
+  // the ones sysfs's current_link_speed, current_link_width and
+  // max_link_width show: three files fewer per function. max_link_speed is
+  // sysfs's, which prefers Link Capabilities 2's supported speeds, and the
+  // register's on a kernel without the file. Otherwise all four from sysfs.
   void read_link(const std::string &dir, PciNode &n) {
+    const bool has_link = n.config.type != PciePortType::rc_endpoint;
+    if (n.config.pcie && has_link) {
+      const std::string max = text(dir + "/max_link_speed");
+      n.link = {n.config.sta_speed, max.empty() ? n.config.cap_speed : parse_link_speed(max).value_or(0),
+                n.config.sta_width <= k_max_width ? n.config.sta_width : 0,
+                n.config.cap_width <= k_max_width ? n.config.cap_width : 0};
+      return;
+    }
     n.link.current_speed = parse_link_speed(text(dir + "/current_link_speed")).value_or(0);
     n.link.max_speed = parse_link_speed(text(dir + "/max_link_speed")).value_or(0);
     n.link.current_width = width(dir + "/current_link_width");
     n.link.max_width = width(dir + "/max_link_width");
-    const bool has_link = n.config.type != PciePortType::rc_endpoint;
-    if (n.config.pcie && has_link && !root_.exists(dir + "/current_link_speed")) {
-      n.link = {n.config.sta_speed, n.config.cap_speed, n.config.sta_width, n.config.cap_width};
-    }
   }
 
   const Sysroot &root_;
