@@ -101,6 +101,7 @@ void run_topology(Context &ctx) {
     *ctx.err << "mltunectl: warning: " << w << "\n";
   }
   if (ctx.json) {
+    name_nic_irqs(ctx.root(), *t);
     return ctx.emit(topology_json(*t));
   }
   auto &o = *ctx.out;

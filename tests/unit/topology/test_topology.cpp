@@ -38,6 +38,10 @@ TEST(Topology, EveryFixtureIsConsistent) {
 
 TEST(Topology, TwoSocketEightGpuServer) {
   auto t = discover_topology(fixture("hgx-2s-8gpu")).value();
+  for (const auto &n : t.nics) {
+    EXPECT_EQ(n.irqs.at(0).name, "") << "discovery leaves IRQ names to name_nic_irqs()";
+  }
+  name_nic_irqs(fixture("hgx-2s-8gpu"), t);
   EXPECT_EQ(t.online.count(), 192U);
   EXPECT_EQ(t.cores.size(), 96U);
   ASSERT_EQ(t.sockets.size(), 2U);
@@ -129,6 +133,7 @@ TEST(TopologyBadInput, MalformedOptionalFilesAreWarningsNamingTheFile) {
   f.remove("/proc/interrupts");
   auto t = discover_topology(f.root());
   ASSERT_TRUE(t.ok()) << t.error().message;
+  name_nic_irqs(f.root(), *t);
   EXPECT_TRUE(any_warning(*t, "/sys/devices/system/node/node1/cpulist: invalid cpulist"));
   EXPECT_TRUE(any_warning(*t, "/sys/devices/system/cpu/cpu2/topology/thread_siblings_list: missing"));
   EXPECT_TRUE(any_warning(*t, "/sys/devices/system/cpu/cpu3/topology/core_id: expected an integer"));
@@ -140,16 +145,47 @@ TEST(TopologyBadInput, MalformedOptionalFilesAreWarningsNamingTheFile) {
 
 TEST(TopologyBadInput, SiblingOnAnotherNodeIsAWarning) {
   FixtureCopy f("guest-q35");
-  f.set("/sys/devices/system/cpu/cpu3/topology/thread_siblings_list", "3-4\n");
+  // CPU 2's list claims CPU 1, which CPU 0's core already holds.
+  f.set("/sys/devices/system/cpu/cpu2/topology/thread_siblings_list", "1-3\n");
   auto t = discover_topology(f.root());
   ASSERT_TRUE(t.ok());
   EXPECT_TRUE(
-      any_warning(*t, "/sys/devices/system/cpu/cpu3/topology/thread_siblings_list: 3-4 disagrees with CPU 2's 2-3"));
+      any_warning(*t, "/sys/devices/system/cpu/cpu2/topology/thread_siblings_list: 1-3 disagrees with CPU 1's 0-1"));
+  f.set("/sys/devices/system/cpu/cpu2/topology/thread_siblings_list", "2-3\n");
   f.set("/sys/devices/system/cpu/cpu2/topology/thread_siblings_list", "2-4\n");
   f.set("/sys/devices/system/cpu/cpu3/topology/thread_siblings_list", "2-4\n");
   t = discover_topology(f.root());
   ASSERT_TRUE(t.ok());
   EXPECT_TRUE(any_warning(*t, "SMT sibling of CPU 2 is on NUMA node 1"));
+}
+
+// One CPU's files per core and per package: a thread whose own topology
+// files are gone is placed by its sibling's and its package's lists.
+TEST(TopologyFiles, OneReadPerCoreAndPackage) {
+  FixtureCopy f("hgx-2s-8gpu");
+  for (const char *name : {"core_id", "physical_package_id", "thread_siblings_list", "core_cpus_list",
+                           "package_cpus_list", "core_siblings_list"}) {
+    f.remove(std::string("/sys/devices/system/cpu/cpu150/topology/") + name);
+  }
+  auto t = discover_topology(f.root());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_TRUE(t->warnings.empty()) << t->warnings.front();
+  ASSERT_EQ(t->sockets.size(), 2U);
+  EXPECT_TRUE(t->sockets[1].cpus.test(150));
+  EXPECT_EQ(t->cores.size(), 96U);
+  // Without package lists (kernels before 5.3 name them core_siblings_list;
+  // some name neither) each CPU's own physical_package_id places it.
+  FixtureCopy g("hgx-2s-8gpu");
+  for (unsigned c = 0; c < 192; ++c) {
+    g.remove("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/package_cpus_list");
+    g.remove("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/core_siblings_list");
+  }
+  g.set("/sys/devices/system/cpu/cpu100/topology/physical_package_id", "1\n"); // CPU 100 (socket 0) moved
+  t = discover_topology(g.root());
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  ASSERT_EQ(t->sockets.size(), 2U);
+  EXPECT_TRUE(t->sockets[1].cpus.test(100));
+  EXPECT_TRUE(any_warning(*t, "/sys/devices/system/cpu/cpu100/topology/physical_package_id: SMT sibling of CPU 4"));
 }
 
 TEST(TopologyCli, JsonAndHumanOutput) {

@@ -26,7 +26,11 @@ const Topology &xl() {
   static const Topology t = [] {
     auto r = discover_topology(fixture(k_xl));
     EXPECT_TRUE(r.ok()) << r.error().message;
-    return r.ok() ? *r : Topology{};
+    if (!r.ok()) {
+      return Topology{};
+    }
+    name_nic_irqs(fixture(k_xl), *r);
+    return *r;
   }();
   return t;
 }

@@ -127,6 +127,12 @@ struct Topology {
 
 Result<Topology> discover_topology(const Sysroot &root);
 
+// Fills the action names of the NICs' IRQs (Irq::name) from /proc/interrupts.
+// discover_topology() leaves them empty: only `topology --json` shows them,
+// and a 1024-CPU node's /proc/interrupts is some 45 MB (one column per CPU)
+// that plan, audit and recommend do not need.
+void name_nic_irqs(const Sysroot &root, Topology &t);
+
 // How far apart two PCI devices are, nearest first; nvidia-smi topo -m
 // calls these PIX/PXB, PHB, NODE and SYS.
 enum class PciDistance {

@@ -182,6 +182,13 @@ bool bmc_vendor(std::string_view id) {
   return id == "0x1a03" || id == "0x102b" || id == "0x19a2";
 }
 
+// Display controllers and processing accelerators: the classes gpu_class()
+// may accept, depending on the vendor.
+bool gpu_class_candidate(std::string_view cls) {
+  const std::string_view base = cls.substr(0, 6); // 0xCCSS
+  return base == "0x0300" || base == "0x0302" || base == "0x0380" || base == "0x1200";
+}
+
 bool gpu_class(std::string_view cls, std::string_view vendor) {
   if (cls.size() < 6) {
     return false;
@@ -261,33 +268,90 @@ void read_cpu_model(const Sysroot &root, Topology &t) {
   t.cpu_model = field("model name");
 }
 
+namespace {
+
+std::string cpu_topology_dir(unsigned c) {
+  return "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology";
+}
+
+// CPU c's core: its core_id and thread siblings, given to every sibling not
+// yet placed (one core's files are read once, not once per thread). A
+// sibling another core already claimed is a warning naming both lists.
+void read_core(Reader &rd, const CpuSet &online, unsigned c, CpuInfoMap &cpus, CpuSet &placed) {
+  const std::string dir = cpu_topology_dir(c);
+  int core_id = 0;
+  if (auto k = rd.integer(dir + "/core_id", true)) {
+    core_id = static_cast<int>(std::clamp<long long>(*k, -1, 1 << 30));
+  }
+  auto sib = rd.cpulist(dir + "/thread_siblings_list", false);
+  if (!sib) {
+    sib = rd.cpulist(dir + "/core_cpus_list", false);
+  }
+  if (!sib) {
+    rd.warn(dir + "/thread_siblings_list: missing; treating CPU " + std::to_string(c) + " as a core of its own");
+    sib = CpuSet{c};
+  }
+  if (!sib->test(c)) {
+    rd.warn(dir + "/thread_siblings_list: does not contain CPU " + std::to_string(c));
+    sib->set(c);
+  }
+  *sib &= online;
+  for (const unsigned s : sib->cpus()) {
+    if (placed.test(s)) {
+      rd.warn(dir + "/thread_siblings_list: " + sib->str() + " disagrees with CPU " + std::to_string(s) + "'s " +
+              cpus[s].siblings.str());
+      continue;
+    }
+    cpus[s].core_id = core_id;
+    cpus[s].siblings = *sib;
+    placed.set(s);
+  }
+}
+
+// CPU c's package: its physical_package_id, given to every CPU of its
+// package_cpus_list (core_siblings_list on kernels before 5.3). Where a
+// kernel has neither list, `lists` turns false and each CPU's own id is read.
+void read_package(Reader &rd, const CpuSet &online, unsigned c, CpuInfoMap &cpus, CpuSet &placed, bool &lists) {
+  const std::string dir = cpu_topology_dir(c);
+  int socket = 0;
+  if (auto p = rd.integer(dir + "/physical_package_id", true)) {
+    socket = static_cast<int>(std::clamp<long long>(*p, 0, 1 << 20)); // -1 in some VMs
+  }
+  std::optional<CpuSet> pkg;
+  if (lists) {
+    pkg = rd.cpulist(dir + "/package_cpus_list", false);
+    if (!pkg) {
+      pkg = rd.cpulist(dir + "/core_siblings_list", false);
+    }
+    lists = pkg.has_value();
+  }
+  if (!pkg || !pkg->test(c)) {
+    pkg = CpuSet{c};
+  }
+  *pkg &= online;
+  for (const unsigned s : pkg->cpus()) {
+    if (!placed.test(s)) {
+      cpus[s].socket = socket;
+      placed.set(s);
+    }
+  }
+}
+
+} // namespace
+
 CpuInfoMap read_cpu_topology(const Sysroot &root, Topology &t) {
   Reader rd(root, t);
   CpuInfoMap cpus;
+  CpuSet have_core;
+  CpuSet have_package;
+  bool package_lists = true;
   for (const unsigned c : t.online.cpus()) {
-    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology";
-    CpuInfo ci;
-    if (auto p = rd.integer(dir + "/physical_package_id", true)) {
-      ci.socket = static_cast<int>(std::clamp<long long>(*p, 0, 1 << 20)); // -1 in some VMs
+    if (!have_core.test(c)) {
+      read_core(rd, t.online, c, cpus, have_core);
     }
-    if (auto k = rd.integer(dir + "/core_id", true)) {
-      ci.core_id = static_cast<int>(std::clamp<long long>(*k, -1, 1 << 30));
+    if (!have_package.test(c)) {
+      read_package(rd, t.online, c, cpus, have_package, package_lists);
     }
-    auto sib = rd.cpulist(dir + "/thread_siblings_list", false);
-    if (!sib) {
-      sib = rd.cpulist(dir + "/core_cpus_list", false);
-    }
-    if (!sib) {
-      rd.warn(dir + "/thread_siblings_list: missing; treating CPU " + std::to_string(c) + " as a core of its own");
-      sib = CpuSet{c};
-    }
-    if (!sib->test(c)) {
-      rd.warn(dir + "/thread_siblings_list: does not contain CPU " + std::to_string(c));
-      sib->set(c);
-    }
-    *sib &= t.online;
-    ci.siblings = *sib;
-    cpus[c] = ci;
   }
   return cpus;
 }
@@ -484,6 +548,9 @@ void find_gpus(const Sysroot &root, Topology &t) {
     if (!cls) {
       continue;
     }
+    if (!gpu_class_candidate(*cls)) {
+      continue; // the vendor is read only where the class may be a GPU's
+    }
     auto vendor = rd.text(dev + "/vendor", false);
     if (!vendor || !gpu_class(*cls, *vendor)) {
       continue;
@@ -542,7 +609,6 @@ std::vector<unsigned> pci_irqs(const Sysroot &root, Reader &rd, const std::strin
 
 void find_nics(const Sysroot &root, Topology &t) {
   Reader rd(root, t);
-  std::optional<std::unordered_map<unsigned, std::string>> names;
   for (const auto &ifname : root.list_dir("/sys/class/net")) {
     const std::string base = "/sys/class/net/" + ifname;
     if (!root.exists(base + "/device")) {
@@ -566,12 +632,8 @@ void find_nics(const Sysroot &root, Topology &t) {
       nic.rx_queues += q.rfind("rx-", 0) == 0 ? 1 : 0;
       nic.tx_queues += q.rfind("tx-", 0) == 0 ? 1 : 0;
     }
-    if (!names) {
-      names = irq_names(root);
-    }
     for (const unsigned i : pci_irqs(root, rd, *pcidev)) {
-      auto it = names->find(i);
-      nic.irqs.push_back({i, it == names->end() ? std::string() : it->second});
+      nic.irqs.push_back({i, std::string()});
     }
     t.nics.push_back(std::move(nic));
   }
@@ -594,6 +656,19 @@ void find_nvme(const Sysroot &root, Topology &t) {
 }
 
 } // namespace detail
+
+void name_nic_irqs(const Sysroot &root, Topology &t) {
+  if (std::none_of(t.nics.begin(), t.nics.end(), [](const Nic &n) { return !n.irqs.empty(); })) {
+    return;
+  }
+  const auto names = irq_names(root);
+  for (auto &n : t.nics) {
+    for (auto &i : n.irqs) {
+      const auto it = names.find(i.irq);
+      i.name = it == names.end() ? std::string() : it->second;
+    }
+  }
+}
 
 Result<Topology> discover_topology(const Sysroot &root) {
   using namespace detail;

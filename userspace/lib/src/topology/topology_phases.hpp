@@ -42,7 +42,8 @@ Status read_online_cpus(const Sysroot &root, Topology &t);
 // t.cpu_vendor and t.cpu_model from /proc/cpuinfo (left empty when absent).
 void read_cpu_model(const Sysroot &root, Topology &t);
 
-// Socket, core id and SMT siblings of every online CPU.
+// Socket, core id and SMT siblings of every online CPU, from the files of one
+// CPU per core and per package (a 1024-CPU node: about 1,000 files, not 3,000).
 CpuInfoMap read_cpu_topology(const Sysroot &root, Topology &t);
 
 // The NUMA node ids, from node/online or else the nodeN directories (sorted).
