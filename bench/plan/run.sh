@@ -13,6 +13,10 @@
 # Goal (issue 36): every command <= 20 ms on the 1024-CPU fixture.
 #
 #   bench/plan/run.sh [RUNS]        default 21; uses build/userspace/mltunectl
+#   MLTUNE_BASELINE=OLD bench/plan/run.sh
+#       also times OLD (another build's mltunectl) on the 1024-CPU fixture in
+#       the same rounds, each run beside this build's, and prints per command
+#       the median of the paired ratios OLD/this with its 95% interval.
 # Results: bench/plan/README.md.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +50,7 @@ done
 exec python3 - "$M" "$out/nodes" "$runs" "$ROOT/bench/common" $sizes <<'PY'
 import os, statistics, sys
 ctl, nodes, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+baseline = os.environ.get("MLTUNE_BASELINE", "")
 sys.path.insert(0, sys.argv[4])
 from stats import ci95, run_once  # bench/common/stats.py
 sizes = sys.argv[5:]
@@ -61,20 +66,34 @@ def size_of(root):
     devs = len(os.listdir(f"{root}/sys/bus/pci/devices"))
     return cpus, irqs, devs
 
-def argv(c, s):
-    return [ctl] + ([] if c == "--version" else ["--sysroot", f"{nodes}/{s}"]) + c.split()
+def argv(c, s, binary=None):
+    return [binary or ctl] + ([] if c == "--version" else ["--sysroot", f"{nodes}/{s}"]) + c.split()
+
+def timed(args, c):
+    w, cpu, st = run_once(args)
+    if st not in ok_status.get(c, (0,)):
+        sys.exit(f"bench/plan: FAIL: {' '.join(args)}: wait status {st} "
+                 f"(exit {os.waitstatus_to_exitcode(st)}); not timed")
+    return w, cpu
 
 res = {(c, s): [] for c in cmds for s in sizes}
+paired = {c: [] for c in cmds}  # (baseline ms, this build ms) on the largest fixture, one pair per round
 for c in cmds:  # warm the page cache; also checks every command once
     for s in sizes:
         run_once(argv(c, s))
-for _ in range(runs):
+        if baseline and s == sizes[-1]:
+            run_once(argv(c, s, baseline))
+for r in range(runs):
     for c in cmds:
         for s in sizes:
-            w, cpu, st = run_once(argv(c, s))
-            if st not in ok_status.get(c, (0,)):
-                sys.exit(f"bench/plan: FAIL: {' '.join(argv(c, s))}: wait status {st} "
-                         f"(exit {os.waitstatus_to_exitcode(st)}); not timed")
+            # The baseline goes first in even rounds and second in odd ones.
+            if baseline and s == sizes[-1] and r % 2 == 0:
+                b = timed(argv(c, s, baseline), c)[0]
+            w, cpu = timed(argv(c, s), c)
+            if baseline and s == sizes[-1] and r % 2 == 1:
+                b = timed(argv(c, s, baseline), c)[0]
+            if baseline and s == sizes[-1]:
+                paired[c].append((b, w))
             res[(c, s)].append((w, cpu))
 dims = {s: size_of(f"{nodes}/{s}") for s in sizes}
 load = os.getloadavg()
@@ -104,6 +123,18 @@ for c in cmds:
     if verdict == "no":
         fails.append(c)
     print(f"| `{c}` | " + " | ".join(cells) + f" | {slope * 1000:.2f} | {verdict} |")
+if baseline:
+    print()
+    print(f"Side by side on {sizes[-1]}: MLTUNE_BASELINE={baseline} against this build, one pair per round")
+    print()
+    print("| command | baseline ms | this build ms | ratio baseline/this [95%] |")
+    print("| --- | ---: | ---: | ---: |")
+    for c in cmds:
+        bs, ws = [b for b, _ in paired[c]], [w for _, w in paired[c]]
+        ratios = [b / w for b, w in paired[c]]
+        lo, hi = ci95(ratios)
+        print(f"| `{c}` | {statistics.median(bs):.1f} | {statistics.median(ws):.1f} | "
+              f"{statistics.median(ratios):.2f} [{lo:.2f}, {hi:.2f}] |")
 print()
 print("slope: least-squares fit of the wall median against CPUs + IRQs + PCI devices, in microseconds per unit;")
 print("'CPU only': the wall median misses 20 ms on this loaded machine but the command's own CPU time meets it.")
