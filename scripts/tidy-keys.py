@@ -85,8 +85,11 @@ def main():
             h.update(f.read())
         dlist = deps.get(out) if out else None
         if dlist:
-            for d in sorted(set(dlist)):
-                name, digest = file_hash(d)
+            # Sorted by the name as hashed (relative to the tree or the build
+            # directory), not as ninja spells it: absolute project paths sort
+            # before /usr in a clone under /tmp and after it under /work, and
+            # the key must not depend on where the clone lies.
+            for name, digest in sorted({file_hash(d) for d in dlist}):
                 h.update(f"{name} {digest}\n".encode())
         else:
             if all_headers is None:
