@@ -1,9 +1,11 @@
 #!/bin/sh
 # The mltunectl executable (static by default) loads NVML with dlopen at run
-# time: point it at the fake library and check what the audit read.
-#   static_nvml.sh MLTUNECTL FAKE_NVML_LIB FIXTURE_DIR
+# time: point it at the fake library and check what the audit read. Then the
+# same through mltune-nvml, the dynamically linked helper a static mltunectl
+# runs on a node whose glibc is another (MLTUNE_NVML_HELPER forces it here).
+#   static_nvml.sh MLTUNECTL FAKE_NVML_LIB FIXTURE_DIR MLTUNE_NVML
 set -eu
-ctl=$1 lib=$2 root=$3
+ctl=$1 lib=$2 root=$3 helper=$4
 cfg=$(mktemp)
 trap 'rm -f "$cfg"' EXIT
 printf 'driver=550.90.07\ngpu 00000000:18:00.0 persistence=0\n' >"$cfg"
@@ -14,6 +16,21 @@ echo "mltunectl ($(file -b "$ctl" | cut -d, -f1-2)) exited $rc"
 for want in "NVML ($lib), driver 550.90.07: 1 GPUs" "Enabled on 0/1 GPUs (off: GPU 0 (0000:18:00.0))"; do
 	if ! printf '%s\n' "$out" | grep -qF "$want"; then
 		echo "FAIL: no '$want' in:"
+		printf '%s\n' "$out" | grep -A3 'gpu:' || true
+		exit 1
+	fi
+	echo "ok: $want"
+done
+case $(file -b "$helper") in
+*"dynamically linked"*) echo "ok: mltune-nvml is dynamically linked" ;;
+*) echo "FAIL: mltune-nvml is not dynamically linked: $(file -b "$helper")"; exit 1 ;;
+esac
+rc=0
+out=$(MLTUNE_FAKE_NVML=$cfg MLTUNE_NVML_HELPER=$helper "$ctl" --sysroot "$root" audit -v --nvml "$lib" --no-nvidia-smi) || rc=$?
+[ "$rc" = 1 ] || { echo "FAIL: through mltune-nvml: expected exit 1 (findings), got $rc"; exit 1; }
+for want in "NVML ($lib), driver 550.90.07 through mltune-nvml: 1 GPUs" "Enabled on 0/1 GPUs (off: GPU 0 (0000:18:00.0))"; do
+	if ! printf '%s\n' "$out" | grep -qF "$want"; then
+		echo "FAIL: through mltune-nvml: no '$want' in:"
 		printf '%s\n' "$out" | grep -A3 'gpu:' || true
 		exit 1
 	fi

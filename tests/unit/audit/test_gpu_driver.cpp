@@ -101,6 +101,71 @@ TEST(NvidiaDriver, HealthyGpusThroughNvml) {
   EXPECT_EQ(find(fs, "gpu:retired_pages").id, "<none>"); // H100s report row remapping instead
 }
 
+// The helper a static mltunectl runs where it cannot load NVML itself
+// (another glibc): MLTUNE_NVML_HELPER names it and makes query_nvml() use
+// it, as the glibc check does on such a node.
+class HelperEnv {
+public:
+  explicit HelperEnv(const char *path) { ::setenv("MLTUNE_NVML_HELPER", path, 1); }
+  ~HelperEnv() { ::unsetenv("MLTUNE_NVML_HELPER"); }
+  HelperEnv(const HelperEnv &) = delete;
+  HelperEnv &operator=(const HelperEnv &) = delete;
+};
+
+TEST(NvmlHelper, ReadsWhatThisProcessReads) {
+  const FakeNvml nvml("driver=550.90.07\n"
+                      "gpu 00000000:18:00.0 persistence=0 ecc=1 ecc_pending=0 app_gr=1410 default_gr=1980 "
+                      "reasons=0x2 remap_pending=1 remap_failure=0\n"
+                      "gpu 00000000:2A:00.0 persistence=1 mig=1 mig_pending=0\n");
+  const auto direct = detail::read_nvml(MLTUNE_FAKE_NVML_LIB);
+  ASSERT_TRUE(direct.ok()) << direct.error().message;
+  const HelperEnv env(MLTUNE_NVML_HELPER_BIN);
+  const auto helped = detail::query_nvml(MLTUNE_FAKE_NVML_LIB);
+  ASSERT_TRUE(helped.ok()) << helped.error().message;
+  EXPECT_EQ(helped->source, direct->source + " through mltune-nvml");
+  EXPECT_EQ(detail::nvidia_state_json(*helped)["gpus"], detail::nvidia_state_json(*direct)["gpus"]);
+  ASSERT_EQ(helped->gpus.size(), 2U);
+  EXPECT_EQ(helped->gpus[0].pci, "0000:18:00.0");
+  EXPECT_EQ(helped->gpus[0].persistence, false);
+  EXPECT_EQ(helped->gpus[0].app_clock_gr, 1410U);
+  EXPECT_EQ(helped->gpus[0].clocks_set_limit, true);
+  EXPECT_EQ(helped->gpus[0].remap_pending, true);
+  EXPECT_EQ(helped->gpus[1].mig, true);
+  EXPECT_FALSE(helped->gpus[1].ecc.has_value()); // not reported stays unset through the JSON
+  // The audit through the helper finds what it finds in-process.
+  const auto fs = gpu_findings(fixture("hgx-2s-8gpu"), with_nvml());
+  EXPECT_EQ(find(fs, "gpu:driver").current,
+            std::string("NVML (") + MLTUNE_FAKE_NVML_LIB + "), driver 550.90.07 through mltune-nvml: 2 GPUs");
+  EXPECT_EQ(find(fs, "gpu:persistence_mode").severity, Severity::warning);
+}
+
+TEST(NvmlHelper, ItsFailuresNameTheHelperAndTheCause) {
+  {
+    const HelperEnv env(MLTUNE_NVML_HELPER_BIN);
+    const auto r = detail::query_nvml("/nonexistent/libnvidia-ml.so.1");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find(std::string(MLTUNE_NVML_HELPER_BIN) + ": /nonexistent/libnvidia-ml.so.1"),
+              std::string::npos)
+        << r.error().message;
+  }
+  const HelperEnv missing("/nonexistent/mltune-nvml");
+  const auto r = detail::query_nvml(MLTUNE_FAKE_NVML_LIB);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("/nonexistent/mltune-nvml"), std::string::npos) << r.error().message;
+}
+
+TEST(NvmlHelper, ItsOutputIsCheckedBeforeUse) {
+  EXPECT_FALSE(detail::nvidia_state_from_json("").ok());
+  EXPECT_FALSE(detail::nvidia_state_from_json("{\"source\": \"x\"}").ok());
+  EXPECT_FALSE(detail::nvidia_state_from_json(R"({"source": "x", "gpus": [{"ecc": true}]})").ok());
+  const auto bad = detail::nvidia_state_from_json(R"({"source": "x", "gpus": [{"pci": "0000:18:00.0", "ecc": 1}]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "GPU 0000:18:00.0: a field of the wrong type");
+  const auto ok = detail::nvidia_state_from_json(R"({"source": "x", "gpus": [{"pci": "0000:18:00.0", "ecc": null}]})");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_FALSE(ok->gpus.at(0).ecc.has_value());
+}
+
 TEST(NvidiaDriver, EveryDriverFaultNamesItsGpu) {
   const FakeNvml nvml("gpu 00000000:18:00.0 persistence=0 ecc=1 ecc_pending=1\n"
                       "gpu 00000000:2A:00.0 persistence=1 ecc=0 ecc_pending=0\n"

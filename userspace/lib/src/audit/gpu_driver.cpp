@@ -11,102 +11,18 @@
 #include "mltune/parse.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
-#include <dlfcn.h>
+#include <cstdlib>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <map>
-#include <memory>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 namespace mltune::detail {
 
 namespace {
-
-// The NVML ABI this reader uses (nvml.h): return codes, an opaque device
-// handle, enable states and nvmlPciInfo_t.
-using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st *;
-constexpr nvmlReturn_t k_nvml_success = 0;
-constexpr unsigned k_nvml_clock_graphics = 0;
-constexpr unsigned k_nvml_clock_mem = 2;
-constexpr unsigned long long k_reason_applications_clocks_setting = 0x2ULL;
-struct nvmlPciInfo_t {
-  char busIdLegacy[16];
-  unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
-  char busId[32];
-};
-
-struct DlClose {
-  void operator()(void *h) const { ::dlclose(h); }
-};
-using DlHandle = std::unique_ptr<void, DlClose>;
-
-class Nvml {
-public:
-  explicit Nvml(void *h) : h_(h) {}
-
-  template <class F> F fn(const char *name) const { return reinterpret_cast<F>(::dlsym(h_, name)); }
-  [[nodiscard]] std::string error(nvmlReturn_t rc) const {
-    auto str = fn<const char *(*)(nvmlReturn_t)>("nvmlErrorString");
-    const char *s = str != nullptr ? str(rc) : nullptr;
-    return s != nullptr ? std::string(s) : "NVML error " + std::to_string(rc);
-  }
-  // Calls `name` when the library has it: unset when it lacks it or fails.
-  template <class... A> [[nodiscard]] bool call(const char *name, A... args) const {
-    auto f = fn<nvmlReturn_t (*)(A...)>(name);
-    return f != nullptr && f(args...) == k_nvml_success;
-  }
-
-private:
-  void *h_;
-};
-
-NvidiaGpu nvml_gpu(const Nvml &nv, nvmlDevice_t d) {
-  NvidiaGpu g;
-  nvmlPciInfo_t pci{};
-  if (nv.call("nvmlDeviceGetPciInfo_v3", d, &pci) || nv.call("nvmlDeviceGetPciInfo_v2", d, &pci)) {
-    pci.busId[sizeof pci.busId - 1] = '\0';
-    g.pci = sysfs_pci_address(pci.busId);
-  }
-  unsigned a = 0;
-  unsigned b = 0;
-  if (nv.call("nvmlDeviceGetPersistenceMode", d, &a)) {
-    g.persistence = a != 0;
-  }
-  if (nv.call("nvmlDeviceGetEccMode", d, &a, &b)) {
-    g.ecc = a != 0;
-    g.ecc_pending = b != 0;
-  }
-  if (nv.call("nvmlDeviceGetMigMode", d, &a, &b)) {
-    g.mig = a != 0;
-    g.mig_pending = b != 0;
-  }
-  auto clock = [&](const char *name, unsigned type) {
-    unsigned mhz = 0;
-    return nv.call(name, d, type, &mhz) ? std::optional<unsigned>(mhz) : std::nullopt;
-  };
-  g.app_clock_gr = clock("nvmlDeviceGetApplicationsClock", k_nvml_clock_graphics);
-  g.default_app_clock_gr = clock("nvmlDeviceGetDefaultApplicationsClock", k_nvml_clock_graphics);
-  g.app_clock_mem = clock("nvmlDeviceGetApplicationsClock", k_nvml_clock_mem);
-  g.default_app_clock_mem = clock("nvmlDeviceGetDefaultApplicationsClock", k_nvml_clock_mem);
-  unsigned long long reasons = 0;
-  if (nv.call("nvmlDeviceGetCurrentClocksEventReasons", d, &reasons) ||
-      nv.call("nvmlDeviceGetCurrentClocksThrottleReasons", d, &reasons)) {
-    g.clocks_set_limit = (reasons & k_reason_applications_clocks_setting) != 0;
-  }
-  if (nv.call("nvmlDeviceGetRetiredPagesPendingStatus", d, &a)) {
-    g.retired_pages_pending = a != 0;
-  }
-  unsigned corrected = 0;
-  unsigned uncorrected = 0;
-  if (nv.call("nvmlDeviceGetRemappedRows", d, &corrected, &uncorrected, &a, &b)) {
-    g.remap_pending = a != 0;
-    g.remap_failure = b != 0;
-  }
-  return g;
-}
 
 // "Enabled"/"Yes"/"Active"/"1" -> true, "Disabled"/"No"/"Not Active"/"0" ->
 // false, "[N/A]", "[Not Supported]" and anything else -> unset.
@@ -154,26 +70,47 @@ std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::
 
 } // namespace
 
-std::string sysfs_pci_address(std::string_view bus_id) {
-  bus_id = trim(bus_id);
-  // [domain:]bus:device.function, the domain 4 or 8 hex digits.
-  if (bus_id.size() == 16 && bus_id.substr(0, 4) == "0000") {
-    bus_id.remove_prefix(4);
-  }
-  if (bus_id.size() != 12 || bus_id[4] != ':' || bus_id[7] != ':' || bus_id[10] != '.') {
-    return "";
-  }
-  std::string s(bus_id);
-  for (auto &c : s) {
-    if (std::isxdigit(static_cast<unsigned char>(c)) == 0 && c != ':' && c != '.') {
-      return "";
+namespace {
+
+// mltune-nvml beside this executable (the build tree), else in
+// MLTUNE_LIBEXEC_DIR (the package); "" when none is there.
+std::string nvml_helper() {
+  std::array<char, 4096> self{};
+  if (const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1); n > 0) {
+    const std::string exe(self.data(), static_cast<size_t>(n));
+    std::string beside = exe.substr(0, exe.rfind('/') + 1) + "mltune-nvml";
+    if (::access(beside.c_str(), X_OK) == 0) {
+      return beside;
     }
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  return s;
+  const std::string installed = std::string(MLTUNE_LIBEXEC_DIR) + "/mltune-nvml";
+  return ::access(installed.c_str(), X_OK) == 0 ? installed : std::string();
 }
 
+// The helper's reading of `library`: its JSON, or its error line.
+Result<NvidiaState> query_nvml_helper(const std::string &helper, const std::string &library) {
+  auto r = run_command({helper, library}, CommandOutput::stdout_stderr);
+  if (!r) {
+    return failure(helper + ": " + r.error().message);
+  }
+  if (r->status != 0) {
+    const std::string_view out = trim(r->output);
+    return failure(helper + ": " + std::string(out.substr(0, out.find('\n'))));
+  }
+  auto st = nvidia_state_from_json(r->output);
+  if (!st) {
+    return failure(helper + ": " + st.error().message);
+  }
+  st->source += " through mltune-nvml";
+  return st;
+}
+
+} // namespace
+
 Result<NvidiaState> query_nvml(const std::string &library) {
+  if (const char *e = std::getenv("MLTUNE_NVML_HELPER"); e != nullptr && *e != '\0') { // NOLINT(concurrency-mt-unsafe)
+    return query_nvml_helper(e, library);
+  }
   // A statically linked program (no dynamic loader: AT_BASE is 0) can load
   // a shared library only where the system's glibc is the one it was linked
   // with: another maps a libc that dies in its early init (SIGFPE in
@@ -184,51 +121,17 @@ Result<NvidiaState> query_nvml(const std::string &library) {
     auto sys = detail::run_command({"getconf", "GNU_LIBC_VERSION"}, detail::CommandOutput::stdout_only);
     const std::string found = sys && sys->status == 0 ? std::string(trim(sys->output)) : std::string("unknown");
     if (found != linked) {
+      // The dynamically linked helper loads it with the system's glibc.
+      if (const std::string helper = nvml_helper(); !helper.empty()) {
+        return query_nvml_helper(helper, library);
+      }
       return failure(library + ": not loaded: this mltunectl is statically linked with " + linked +
                      " and the system has " + found +
-                     " (a static program loads shared libraries of its own glibc only)");
+                     " (a static program loads shared libraries of its own glibc only), and mltune-nvml, which "
+                     "would load it, is not installed (" MLTUNE_LIBEXEC_DIR "/mltune-nvml)");
     }
   }
-  const DlHandle h(::dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL));
-  if (!h) {
-    const char *e = ::dlerror();
-    return failure(e != nullptr ? std::string(e) : library + ": cannot be loaded");
-  }
-  const Nvml nv(h.get());
-  auto init = nv.fn<nvmlReturn_t (*)()>("nvmlInit_v2");
-  auto shutdown = nv.fn<nvmlReturn_t (*)()>("nvmlShutdown");
-  if (init == nullptr || shutdown == nullptr) {
-    return failure(library + ": no nvmlInit_v2/nvmlShutdown: not NVML");
-  }
-  if (const nvmlReturn_t rc = init(); rc != k_nvml_success) {
-    return failure("nvmlInit_v2: " + nv.error(rc));
-  }
-  struct Shutdown {
-    nvmlReturn_t (*f)();
-    ~Shutdown() { f(); }
-  } guard{shutdown};
-  NvidiaState st;
-  st.source = "NVML (" + library + ")";
-  char version[96] = {};
-  if (nv.call("nvmlSystemGetDriverVersion", static_cast<char *>(version), static_cast<unsigned>(sizeof version))) {
-    version[sizeof version - 1] = '\0';
-    st.source += ", driver " + std::string(version);
-  }
-  unsigned count = 0;
-  auto get_count = nv.fn<nvmlReturn_t (*)(unsigned *)>("nvmlDeviceGetCount_v2");
-  if (get_count == nullptr) {
-    return failure(library + ": no nvmlDeviceGetCount_v2");
-  }
-  if (const nvmlReturn_t rc = get_count(&count); rc != k_nvml_success) {
-    return failure("nvmlDeviceGetCount_v2: " + nv.error(rc));
-  }
-  for (unsigned i = 0; i < count; ++i) {
-    nvmlDevice_t d = nullptr;
-    if (nv.call("nvmlDeviceGetHandleByIndex_v2", i, &d)) {
-      st.gpus.push_back(nvml_gpu(nv, d));
-    }
-  }
-  return st;
+  return read_nvml(library);
 }
 
 Result<NvidiaState> query_nvidia_smi(const std::string &path) {

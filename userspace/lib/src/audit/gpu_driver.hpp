@@ -8,6 +8,8 @@
 
 #include "mltune/result.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,8 +39,20 @@ struct NvidiaState {
 
 // dlopen(library), nvmlInit_v2, one NvidiaGpu per device, nvmlShutdown,
 // dlclose.  A failure names the step ("libnvidia-ml.so.1: cannot open shared
-// object file ...", "nvmlInit_v2: Driver Not Loaded").
+// object file ...", "nvmlInit_v2: Driver Not Loaded"). audit/nvml.cpp.
+Result<NvidiaState> read_nvml(const std::string &library);
+
+// read_nvml() in this process, or through the helper mltune-nvml where this
+// process cannot load the library: a statically linked mltunectl on a
+// system whose glibc is not the one it was linked with. The helper is
+// $MLTUNE_NVML_HELPER (then always used), else mltune-nvml beside this
+// executable (the build tree), else MLTUNE_LIBEXEC_DIR's (the package).
 Result<NvidiaState> query_nvml(const std::string &library);
+
+// What mltune-nvml prints and query_nvml() reads back: {"source": ...,
+// "gpus": [{"pci": ..., "ecc": true|false|null, ...}]}.
+nlohmann::json nvidia_state_json(const NvidiaState &st);
+Result<NvidiaState> nvidia_state_from_json(std::string_view text);
 
 // `nvidia-smi --query-gpu=... --format=csv,noheader,nounits` with the
 // program at `path`, plus the optional clock-reason and remapped-rows
