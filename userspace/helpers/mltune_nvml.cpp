@@ -28,6 +28,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", st.error().message.c_str());
     return 1;
   }
-  std::printf("%s\n", mltune::detail::nvidia_state_json(*st).dump().c_str());
+  // On a line of its own: the caller reads the last line that starts with
+  // '{', whatever the library wrote to stderr without a newline.
+  std::fflush(stderr);
+  std::printf("\n%s\n", mltune::detail::nvidia_state_json(*st).dump().c_str());
   return 0;
 }

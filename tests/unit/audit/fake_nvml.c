@@ -6,6 +6,7 @@
  *
  *   init=9                      nvmlInit_v2 fails with this code (9: driver not loaded)
  *   driver=550.90.07
+ *   stderr=TEXT                 written to stderr at nvmlInit_v2, no newline (a chatty library)
  *   gpu 00000000:18:00.0 KEY=VALUE...
  *
  * GPU keys: persistence ecc ecc_pending mig mig_pending app_gr default_gr
@@ -93,6 +94,8 @@ nvmlReturn_t nvmlInit_v2(void)
 			fclose(f);
 			return atoi(line + 5);
 		}
+		if (strncmp(line, "stderr=", 7) == 0)
+			fprintf(stderr, "%.*s", (int)strcspn(line + 7, "\n"), line + 7);
 		if (strncmp(line, "driver=", 7) == 0)
 			snprintf(driver, sizeof(driver), "%.*s", (int)strcspn(line + 7, "\n"), line + 7);
 		if (strncmp(line, "gpu ", 4) == 0)

@@ -113,7 +113,10 @@ public:
 };
 
 TEST(NvmlHelper, ReadsWhatThisProcessReads) {
-  const FakeNvml nvml("driver=550.90.07\n"
+  // A library that writes to stderr: the helper's JSON is still found.
+  const FakeNvml nvml("stderr=nvml: a warning of the library's own\n"
+                      "stderr=, written without a newline\n"
+                      "driver=550.90.07\n"
                       "gpu 00000000:18:00.0 persistence=0 ecc=1 ecc_pending=0 app_gr=1410 default_gr=1980 "
                       "reasons=0x2 remap_pending=1 remap_failure=0\n"
                       "gpu 00000000:2A:00.0 persistence=1 mig=1 mig_pending=0\n");

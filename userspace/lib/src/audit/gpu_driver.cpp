@@ -87,7 +87,8 @@ std::string nvml_helper() {
   return ::access(installed.c_str(), X_OK) == 0 ? installed : std::string();
 }
 
-// The helper's reading of `library`: its JSON, or its error line.
+// The helper's reading of `library`: its JSON, or its first line of error
+// (its own, or the dynamic loader's where this glibc is too old for it).
 Result<NvidiaState> query_nvml_helper(const std::string &helper, const std::string &library) {
   auto r = run_command({helper, library}, CommandOutput::stdout_stderr);
   if (!r) {
@@ -97,7 +98,13 @@ Result<NvidiaState> query_nvml_helper(const std::string &helper, const std::stri
     const std::string_view out = trim(r->output);
     return failure(helper + ": " + std::string(out.substr(0, out.find('\n'))));
   }
-  auto st = nvidia_state_from_json(r->output);
+  // Its one line of JSON (the last line that starts with '{'), wherever the
+  // library's own messages on stderr put it.
+  std::string_view json = r->output;
+  if (const auto at = json.rfind("\n{"); at != std::string_view::npos) {
+    json.remove_prefix(at + 1);
+  }
+  auto st = nvidia_state_from_json(json.substr(0, json.find('\n')));
   if (!st) {
     return failure(helper + ": " + st.error().message);
   }
