@@ -97,6 +97,32 @@ TEST(PciConfig, ParsesTheFixturesConfigSpace) {
   EXPECT_EQ(parse_pci_config(read_file(dir / "0000:16:00.0/config")).type, PciePortType::switch_upstream);
 }
 
+// max_link_speed as the kernel computes it (pcie_get_supported_speeds()):
+// the fixture's GPU has PCI Express capability version 2 at 0x60, Link
+// Capabilities at 0x6c, Link Capabilities 2 at 0x8c.
+TEST(PciConfig, MaxSpeedFollowsTheKernelsRule) {
+  const std::string gpu = read_file(fixture_dir("hgx-2s-8gpu") / "sys/bus/pci/devices/0000:18:00.0/config");
+  auto with = [&](unsigned lnkcap_sls, std::uint8_t lnkcap2_sls, unsigned version) {
+    std::string b = gpu;
+    b[0x62] = static_cast<char>((static_cast<unsigned char>(b[0x62]) & 0xf0U) | version);
+    b[0x6c] = static_cast<char>((static_cast<unsigned char>(b[0x6c]) & 0xf0U) | lnkcap_sls);
+    b[0x8c] = static_cast<char>(lnkcap2_sls);
+    return parse_pci_config(b).max_speed;
+  };
+  EXPECT_EQ(parse_pci_config(gpu).max_speed, 320U);
+  EXPECT_EQ(with(5, 0x3e, 2), 320U); // 2.5-32 GT/s supported, Max Link Speed 32
+  EXPECT_EQ(with(4, 0x3e, 2), 160U); // the vector's speeds above Max Link Speed do not count
+  EXPECT_EQ(with(1, 0x0e, 2), 25U);  // as on a Thunderbolt controller that says 8 but means 2.5
+  EXPECT_EQ(with(6, 0x7e, 2), 640U);
+  EXPECT_EQ(with(2, 0x00, 2), 50U); // no vector (before PCIe 3.0): Max Link Speed 5.0
+  EXPECT_EQ(with(1, 0x00, 2), 25U);
+  EXPECT_EQ(with(3, 0x00, 2), 0U); // no vector and 8 GT/s: the kernel's "Unknown"
+  EXPECT_EQ(with(3, 0x0e, 1), 0U); // a version 1 capability has no Link Capabilities 2
+  EXPECT_EQ(with(2, 0x0e, 1), 50U);
+  // 64 bytes, as a reader without CAP_SYS_ADMIN sees: unknown.
+  EXPECT_EQ(parse_pci_config(gpu.substr(0, 64)).max_speed, 0U);
+}
+
 TEST(PciConfig, PartialOrHostileBytesAreLeftUnknown) {
   const std::string full = read_file(fixture_dir("hgx-2s-8gpu") / "sys/bus/pci/devices/0000:17:00.0/config");
   // What a reader without CAP_SYS_ADMIN gets: the 64-byte header.
@@ -176,6 +202,7 @@ TEST(PciTree, SparseConfigReadParsesAsTheWholeSpace) {
     EXPECT_EQ(c.max_read_req, whole.max_read_req) << n.address;
     EXPECT_EQ(c.relaxed_ordering, whole.relaxed_ordering) << n.address;
     EXPECT_EQ(c.cap_speed, whole.cap_speed) << n.address;
+    EXPECT_EQ(c.max_speed, whole.max_speed) << n.address;
     EXPECT_EQ(c.sta_width, whole.sta_width) << n.address;
     EXPECT_EQ(c.acs, whole.acs) << n.address;
     EXPECT_EQ(c.acs_cap, whole.acs_cap) << n.address;
@@ -183,6 +210,32 @@ TEST(PciTree, SparseConfigReadParsesAsTheWholeSpace) {
   }
   EXPECT_EQ(compared, t.pci.size());
   EXPECT_GT(with_acs, 0U) << "the fixture has ACS capabilities to find";
+}
+
+// The largest link speed comes from the registers where they name one, and
+// from sysfs's max_link_speed where they do not; the class from the one read
+// of every function that looked for GPUs.
+TEST(PciTree, MaxSpeedFromRegistersElseSysfs) {
+  FixtureCopy c("hgx-2s-8gpu");
+  const std::string gpu = "/sys/bus/pci/devices/0000:18:00.0";
+  const std::string nic = "/sys/bus/pci/devices/0000:19:00.0";
+  c.set(gpu + "/max_link_speed", "8.0 GT/s PCIe\n"); // not read: the registers say 32
+  c.set(nic + "/max_link_speed", "16.0 GT/s PCIe\n");
+  {
+    // NIC 0 with Max Link Speed 8 GT/s and no Link Capabilities 2: the
+    // registers name no speed.
+    std::fstream f(c.root().path(nic + "/config"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0x6c); // Link Capabilities' low byte: Max Link Speed 3, width bits 0 (x16 is 0x100)
+    f.put(0x03);
+    f.seekp(0x8c);
+    f.put('\0');
+    ASSERT_TRUE(f);
+  }
+  const auto t = discover_topology(c.root()).value();
+  EXPECT_EQ(t.pci_node("0000:18:00.0")->link.max_speed, 320U);
+  EXPECT_EQ(t.pci_node("0000:19:00.0")->link.max_speed, 160U);
+  EXPECT_EQ(t.pci_node("0000:18:00.0")->pci_class, "0x030200");
+  EXPECT_EQ(t.pci_node("0000:17:00.0")->pci_class, "0x060400");
 }
 
 TEST(PciTree, RolesAreInferredWithoutConfigSpace) {

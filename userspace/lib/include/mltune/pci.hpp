@@ -68,6 +68,10 @@ struct PciConfig {
   // Link Capabilities / Link Status of the capability itself (sysfs has the
   // same facts; these are the fallback where a kernel lacks the files).
   unsigned cap_speed = 0, cap_width = 0, sta_speed = 0, sta_width = 0;
+  // The largest supported speed as the kernel's max_link_speed computes it
+  // (Link Capabilities 2's Supported Link Speeds Vector up to Max Link
+  // Speed, else Max Link Speed where it is 2.5 or 5.0 GT/s); 0 unknown.
+  unsigned max_speed = 0;
   bool acs = false;          // an ACS Extended Capability exists
   std::uint16_t acs_cap = 0; // ACS Capability register
   std::uint16_t acs_ctl = 0; // ACS Control register

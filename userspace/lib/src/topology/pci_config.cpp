@@ -20,7 +20,9 @@ constexpr size_t k_exp_flags = 0x02;
 constexpr size_t k_exp_devctl = 0x08;
 constexpr size_t k_exp_lnkcap = 0x0c;
 constexpr size_t k_exp_lnksta = 0x12;
-constexpr size_t k_exp_end = 0x14; // what this parser reads of the capability
+constexpr size_t k_exp_end = 0x14;            // what this parser needs of the capability
+constexpr size_t k_exp_lnkcap2 = 0x2c;        // version 2 capabilities only
+constexpr std::uint32_t k_lnkcap2_sls = 0xfe; // Supported Link Speeds Vector, bits 1-7
 constexpr std::uint16_t k_devctl_relax_en = 0x0010;
 constexpr size_t k_ext_cap_start = 0x100;
 constexpr size_t k_cfg_size = 0x1000;
@@ -64,6 +66,30 @@ PciePortType port_type(unsigned code) {
   }
 }
 
+// The largest speed the link supports, as the kernel's max_link_speed shows
+// it (pcie_get_supported_speeds(), 6.13 and later): the highest speed of
+// Link Capabilities 2's Supported Link Speeds Vector not above Link
+// Capabilities' Max Link Speed; without that vector (a version 1
+// capability, or a function before PCIe 3.0), Max Link Speed where it is
+// 2.5 or 5.0 GT/s, the only two it could name then. 0: unknown, as the
+// kernel's "Unknown". (Kernels before 6.13 ignore Max Link Speed where the
+// vector is set; the two differ only on functions whose registers disagree.)
+unsigned max_link_speed(const Bytes &b, size_t p, std::uint16_t flags, std::uint32_t lnkcap) {
+  const unsigned sls = lnkcap & 0xfU;
+  std::uint32_t speeds = 0;
+  if ((flags & 0xfU) >= 2 && b.has(p + k_exp_lnkcap2, 4)) {
+    speeds = b.u32(p + k_exp_lnkcap2) & k_lnkcap2_sls & ((2U << sls) - 1U);
+  }
+  if (speeds == 0) {
+    return sls == 1 || sls == 2 ? speed_of(sls) : 0;
+  }
+  unsigned top = 0;
+  for (unsigned bit = 1; bit < 8; ++bit) {
+    top = (speeds & (1U << bit)) != 0 ? bit : top;
+  }
+  return speed_of(top);
+}
+
 void parse_exp_cap(const Bytes &b, size_t p, PciConfig &c) {
   c.pcie = true;
   const std::uint16_t flags = b.u16(p + k_exp_flags);
@@ -84,6 +110,7 @@ void parse_exp_cap(const Bytes &b, size_t p, PciConfig &c) {
   const std::uint16_t lnksta = b.u16(p + k_exp_lnksta);
   c.sta_speed = speed_of(lnksta & 0xfU);
   c.sta_width = (lnksta >> 4U) & 0x3fU;
+  c.max_speed = max_link_speed(b, p, flags, lnkcap);
 }
 
 void parse_caps(const Bytes &b, PciConfig &c) {

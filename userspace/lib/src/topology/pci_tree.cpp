@@ -96,7 +96,7 @@ std::optional<std::string> read_config(const Sysroot &root, const std::string &a
 
 class TreeReader {
 public:
-  TreeReader(const Sysroot &root, Topology &t) : root_(root), t_(t) {
+  TreeReader(const Sysroot &root, Topology &t, const PciSeen &seen) : root_(root), t_(t), seen_(seen) {
     for (const auto &name : root.list_dir("/sys/bus/pci/slots")) {
       if (auto a = root.read("/sys/bus/pci/slots/" + name + "/address")) {
         slots_[std::string(trim(*a))] = name; // "0000:18:00": domain, bus, device
@@ -106,7 +106,10 @@ public:
 
   // Adds the device at `loc` and the bridges above it; fills loc's host bridge and path.
   void add(PciLocality &loc, const std::string &label) {
-    auto resolved = resolve_link(root_, "/sys/bus/pci/devices/" + loc.address, t_);
+    // A NIC's or NVMe controller's directory was resolved when it was found.
+    const auto known = seen_.dir.find(loc.address);
+    auto resolved = known != seen_.dir.end() ? std::optional<std::string>(known->second)
+                                             : resolve_link(root_, "/sys/bus/pci/devices/" + loc.address, t_);
     if (!resolved) {
       return;
     }
@@ -186,7 +189,9 @@ private:
     n.address = addr;
     n.parent = parent;
     n.host_bridge = host_bridge;
-    n.pci_class = text(dir + "/class");
+    // Every function's class was read by find_gpus().
+    const auto cls = seen_.cls.find(addr);
+    n.pci_class = cls != seen_.cls.end() ? cls->second : text(dir + "/class");
     if (auto c = read_config(root_, dir + "/config")) {
       n.config = parse_pci_config(*c);
       if (n.config.pcie) {
@@ -204,7 +209,11 @@ private:
       const std::string name = g->substr(g->rfind('/') + 1);
       if (auto id = parse_int<int>(name)) {
         n.iommu_group = *id;
-        n.iommu_type = text("/sys/kernel/iommu_groups/" + name + "/type");
+        auto [type, fresh_group] = group_types_.try_emplace(name);
+        if (fresh_group) {
+          type->second = text("/sys/kernel/iommu_groups/" + name + "/type");
+        }
+        n.iommu_type = type->second;
       }
     }
     if (const auto s = slots_.find(addr.substr(0, 10)); s != slots_.end()) {
@@ -224,18 +233,20 @@ private:
   }
 
   // Where the PCI Express capability was read (root reads it; a reader
-  // without CAP_SYS_ADMIN sees 64 bytes), the current speed and width and the
-  // largest width come from its Link Status and Link Capabilities registers,
-  // the ones sysfs's current_link_speed, current_link_width and
-  // max_link_width show: three files fewer per function. max_link_speed is
-  // sysfs's, which prefers Link Capabilities 2's supported speeds, and the
-  // register's on a kernel without the file. Otherwise all four from sysfs.
+  // without CAP_SYS_ADMIN sees 64 bytes), the link comes from its registers,
+  // the ones sysfs's current_link_speed, current_link_width, max_link_width
+  // and max_link_speed show (the last computed as the kernel does,
+  // PciConfig::max_speed): four files fewer per function. max_link_speed is
+  // read where the registers name no speed. Otherwise all four from sysfs.
   void read_link(const std::string &dir, PciNode &n) {
     const bool has_link = n.config.type != PciePortType::rc_endpoint;
     if (n.config.pcie && has_link) {
-      const std::string max = text(dir + "/max_link_speed");
-      n.link = {n.config.sta_speed, max.empty() ? n.config.cap_speed : parse_link_speed(max).value_or(0),
-                n.config.sta_width <= k_max_width ? n.config.sta_width : 0,
+      unsigned max = n.config.max_speed;
+      if (max == 0) {
+        const std::string f = text(dir + "/max_link_speed");
+        max = f.empty() ? n.config.cap_speed : parse_link_speed(f).value_or(0);
+      }
+      n.link = {n.config.sta_speed, max, n.config.sta_width <= k_max_width ? n.config.sta_width : 0,
                 n.config.cap_width <= k_max_width ? n.config.cap_width : 0};
       return;
     }
@@ -247,15 +258,17 @@ private:
 
   const Sysroot &root_;
   Topology &t_;
+  const PciSeen &seen_;
   std::map<std::string, PciNode> nodes_;
+  std::map<std::string, std::string> group_types_; // IOMMU group -> its type, read once
   std::map<std::string, std::string> slots_;
   std::set<std::string> has_children_; // functions something hangs below: bridges
 };
 
 } // namespace
 
-void read_pci_tree(const Sysroot &root, Topology &t) {
-  TreeReader rd(root, t);
+void read_pci_tree(const Sysroot &root, Topology &t, const PciSeen &seen) {
+  TreeReader rd(root, t, seen);
   for (auto &g : t.gpus) {
     rd.add(g.pci, "GPU " + std::to_string(g.index));
   }

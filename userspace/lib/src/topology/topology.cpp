@@ -56,7 +56,7 @@ std::optional<int> suffix_number(std::string_view name, std::string_view prefix)
 
 class Reader {
 public:
-  Reader(const Sysroot &root, Topology &t) : root_(root), t_(t) {}
+  Reader(const Sysroot &root, Topology &t, const detail::PciSeen *seen = nullptr) : root_(root), t_(t), seen_(seen) {}
 
   void warn(std::string msg) { t_.warnings.push_back(std::move(msg)); }
 
@@ -121,7 +121,9 @@ public:
   std::optional<std::string> pci_parent(std::string dev) {
     while (!dev.empty() && dev != "/") {
       const std::string name = fs::path(dev).filename().string();
-      if (detail::is_pci_address(name) && root_.exists(dev + "/class")) {
+      // A function find_gpus() listed is one without asking again.
+      if (detail::is_pci_address(name) &&
+          ((seen_ != nullptr && seen_->cls.contains(name)) || root_.exists(dev + "/class"))) {
         return dev;
       }
       dev = fs::path(dev).parent_path().string();
@@ -131,6 +133,7 @@ public:
 
   const Sysroot &root_;
   Topology &t_;
+  const detail::PciSeen *seen_;
 };
 
 // IRQ number -> action name from /proc/interrupts (streamed: it grows past
@@ -540,13 +543,16 @@ void build_cores_and_sockets(Topology &t, CpuInfoMap &cpus) {
   }
 }
 
-void find_gpus(const Sysroot &root, Topology &t) {
+void find_gpus(const Sysroot &root, Topology &t, PciSeen *seen) {
   Reader rd(root, t);
   for (const auto &addr : root.list_dir("/sys/bus/pci/devices")) {
     const std::string dev = "/sys/bus/pci/devices/" + addr;
     auto cls = rd.text(dev + "/class", false);
     if (!cls) {
       continue;
+    }
+    if (seen != nullptr) {
+      seen->cls.emplace(addr, *cls);
     }
     if (!gpu_class_candidate(*cls)) {
       continue; // the vendor is read only where the class may be a GPU's
@@ -607,8 +613,8 @@ std::vector<unsigned> pci_irqs(const Sysroot &root, Reader &rd, const std::strin
 
 } // namespace
 
-void find_nics(const Sysroot &root, Topology &t) {
-  Reader rd(root, t);
+void find_nics(const Sysroot &root, Topology &t, PciSeen *seen) {
+  Reader rd(root, t, seen);
   for (const auto &ifname : root.list_dir("/sys/class/net")) {
     const std::string base = "/sys/class/net/" + ifname;
     if (!root.exists(base + "/device")) {
@@ -626,6 +632,9 @@ void find_nics(const Sysroot &root, Topology &t) {
     Nic nic;
     nic.name = ifname;
     nic.pci = rd.pci(*pcidev, fs::path(*pcidev).filename().string());
+    if (seen != nullptr) {
+      seen->dir.emplace(nic.pci.address, *pcidev);
+    }
     nic.driver = rd.link_name(base + "/device/driver");
     read_ib_device(root, *pcidev, nic);
     for (const auto &q : root.list_dir(base + "/queues")) {
@@ -639,8 +648,8 @@ void find_nics(const Sysroot &root, Topology &t) {
   }
 }
 
-void find_nvme(const Sysroot &root, Topology &t) {
-  Reader rd(root, t);
+void find_nvme(const Sysroot &root, Topology &t, PciSeen *seen) {
+  Reader rd(root, t, seen);
   for (const auto &name : root.list_dir("/sys/class/nvme")) {
     const std::string base = "/sys/class/nvme/" + name;
     auto devpath = rd.resolve(base + "/device");
@@ -652,6 +661,9 @@ void find_nvme(const Sysroot &root, Topology &t) {
       continue; // NVMe over fabrics
     }
     t.nvme.push_back({name, rd.pci(*pcidev, fs::path(*pcidev).filename().string())});
+    if (seen != nullptr) {
+      seen->dir.emplace(t.nvme.back().pci.address, *pcidev);
+    }
   }
 }
 
@@ -687,10 +699,11 @@ Result<Topology> discover_topology(const Sysroot &root) {
   if (auto mi = root.read("/proc/meminfo"); mi) {
     t.mem_total_kb = meminfo_total_kb(*mi).value_or(0);
   }
-  find_gpus(root, t);
-  find_nics(root, t);
-  find_nvme(root, t);
-  read_pci_tree(root, t);
+  PciSeen seen;
+  find_gpus(root, t, &seen);
+  find_nics(root, t, &seen);
+  find_nvme(root, t, &seen);
+  read_pci_tree(root, t, seen);
   return t;
 }
 

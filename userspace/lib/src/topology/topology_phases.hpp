@@ -59,18 +59,27 @@ Status read_numa_nodes(const Sysroot &root, Topology &t, CpuInfoMap &cpus);
 // t.cores and t.sockets from the per-CPU topology, warning on siblings that disagree.
 void build_cores_and_sockets(Topology &t, CpuInfoMap &cpus);
 
+// What the device phases learned of PCI functions, for the later phases to
+// reuse instead of reading it again: every function's class (find_gpus
+// reads them all) and, where a phase resolved it, the function's own
+// directory.
+struct PciSeen {
+  std::map<std::string, std::string, std::less<>> cls; // "0000:17:00.0" -> "0x030200"
+  std::map<std::string, std::string, std::less<>> dir; // "0000:17:00.0" -> "/sys/devices/pci0000:15/.../0000:17:00.0"
+};
+
 // t.gpus: display controllers and accelerators of GPU vendors on the PCI bus.
-void find_gpus(const Sysroot &root, Topology &t);
+void find_gpus(const Sysroot &root, Topology &t, PciSeen *seen = nullptr);
 
 // t.nics: PCI network interfaces with their queues, driver and IRQs.
-void find_nics(const Sysroot &root, Topology &t);
+void find_nics(const Sysroot &root, Topology &t, PciSeen *seen = nullptr);
 
 // t.nvme: NVMe controllers on PCI.
-void find_nvme(const Sysroot &root, Topology &t);
+void find_nvme(const Sysroot &root, Topology &t, PciSeen *seen = nullptr);
 
 // t.pci: every GPU, NIC and NVMe function and the bridges above it, with
 // links, config space, IOMMU group and slot; each device's PciLocality gets
 // its host bridge and bridge path (topology/pci_tree.cpp).
-void read_pci_tree(const Sysroot &root, Topology &t);
+void read_pci_tree(const Sysroot &root, Topology &t, const PciSeen &seen = {});
 
 } // namespace mltune::detail
