@@ -102,6 +102,12 @@ TEST_F(Cli, HelpListsGlobalOptionsAndVersionNamesTheAbi) {
   EXPECT_NE(none.out.find("module: not loaded"), std::string::npos) << none.out;
   fake.set("/sys/kernel/mltune/version", "0.1.0 abi 1\n");
   EXPECT_NE(run({"--version"}).out.find("module: 0.1.0 abi 1"), std::string::npos);
+  // `[global options] --version` is answered before the parser; any other
+  // form by the parser, with the same text.
+  const auto parsed = run({"--version", "topology"});
+  EXPECT_EQ(parsed.rc, 0);
+  EXPECT_EQ(parsed.out, run({"--json", "--version"}).out);
+  EXPECT_EQ(parsed.out, run({"--version"}).out);
 }
 
 TEST_F(Cli, HelpForEveryCommand) {
