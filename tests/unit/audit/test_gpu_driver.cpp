@@ -157,13 +157,63 @@ TEST(NvmlHelper, ItsFailuresNameTheHelperAndTheCause) {
   EXPECT_NE(r.error().message.find("/nonexistent/mltune-nvml"), std::string::npos) << r.error().message;
 }
 
+// Every field survives the helper's JSON: written and read from one list.
+TEST(NvmlHelper, EveryFieldRoundTrips) {
+  detail::NvidiaState st{"NVML (libnvidia-ml.so.1), driver 550.90.07", {}};
+  detail::NvidiaGpu g;
+  g.pci = "0000:18:00.0";
+  g.persistence = true;
+  g.ecc = false;
+  g.ecc_pending = true;
+  g.mig = false;
+  g.mig_pending = true;
+  g.app_clock_gr = 1410;
+  g.default_app_clock_gr = 1095;
+  g.app_clock_mem = 2619;
+  g.default_app_clock_mem = 2618;
+  g.clocks_set_limit = true;
+  g.retired_pages_pending = false;
+  g.remap_pending = true;
+  g.remap_failure = false;
+  st.gpus.push_back(g);
+  detail::NvidiaGpu unknown; // every field unknown (null in the JSON)
+  unknown.pci = "0000:2a:00.0";
+  st.gpus.push_back(unknown);
+  const auto back = detail::nvidia_state_from_json(detail::nvidia_state_json(st).dump());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->source, st.source);
+  ASSERT_EQ(back->gpus.size(), 2U);
+  const detail::NvidiaGpu &b = back->gpus[0];
+  EXPECT_EQ(b.pci, g.pci);
+  EXPECT_EQ(b.persistence, g.persistence);
+  EXPECT_EQ(b.ecc, g.ecc);
+  EXPECT_EQ(b.ecc_pending, g.ecc_pending);
+  EXPECT_EQ(b.mig, g.mig);
+  EXPECT_EQ(b.mig_pending, g.mig_pending);
+  EXPECT_EQ(b.app_clock_gr, g.app_clock_gr);
+  EXPECT_EQ(b.default_app_clock_gr, g.default_app_clock_gr);
+  EXPECT_EQ(b.app_clock_mem, g.app_clock_mem);
+  EXPECT_EQ(b.default_app_clock_mem, g.default_app_clock_mem);
+  EXPECT_EQ(b.clocks_set_limit, g.clocks_set_limit);
+  EXPECT_EQ(b.retired_pages_pending, g.retired_pages_pending);
+  EXPECT_EQ(b.remap_pending, g.remap_pending);
+  EXPECT_EQ(b.remap_failure, g.remap_failure);
+  EXPECT_EQ(back->gpus[1].pci, "0000:2a:00.0");
+  EXPECT_FALSE(back->gpus[1].ecc.has_value());
+  EXPECT_FALSE(back->gpus[1].app_clock_mem.has_value());
+}
+
 TEST(NvmlHelper, ItsOutputIsCheckedBeforeUse) {
   EXPECT_FALSE(detail::nvidia_state_from_json("").ok());
   EXPECT_FALSE(detail::nvidia_state_from_json("{\"source\": \"x\"}").ok());
   EXPECT_FALSE(detail::nvidia_state_from_json(R"({"source": "x", "gpus": [{"ecc": true}]})").ok());
   const auto bad = detail::nvidia_state_from_json(R"({"source": "x", "gpus": [{"pci": "0000:18:00.0", "ecc": 1}]})");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message, "GPU 0000:18:00.0: a field of the wrong type");
+  EXPECT_EQ(bad.error().message, "GPU 0000:18:00.0: 'ecc' is not true, false or null");
+  const auto clock =
+      detail::nvidia_state_from_json(R"({"source": "x", "gpus": [{"pci": "0000:18:00.0", "app_clock_gr": -5}]})");
+  ASSERT_FALSE(clock.ok());
+  EXPECT_EQ(clock.error().message, "GPU 0000:18:00.0: 'app_clock_gr' is not a whole number of MHz or null");
   const auto ok = detail::nvidia_state_from_json(R"({"source": "x", "gpus": [{"pci": "0000:18:00.0", "ecc": null}]})");
   ASSERT_TRUE(ok.ok());
   EXPECT_FALSE(ok->gpus.at(0).ecc.has_value());

@@ -193,23 +193,35 @@ template <class T> bool opt_from(const nlohmann::json &j, const char *key, std::
 
 } // namespace
 
+// NvidiaGpu's fields by their JSON names: the one list that
+// nvidia_state_json() writes and nvidia_state_from_json() reads.
+constexpr std::pair<const char *, std::optional<bool> NvidiaGpu::*> k_flag_fields[] = {
+    {"persistence", &NvidiaGpu::persistence},
+    {"ecc", &NvidiaGpu::ecc},
+    {"ecc_pending", &NvidiaGpu::ecc_pending},
+    {"mig", &NvidiaGpu::mig},
+    {"mig_pending", &NvidiaGpu::mig_pending},
+    {"clocks_set_limit", &NvidiaGpu::clocks_set_limit},
+    {"retired_pages_pending", &NvidiaGpu::retired_pages_pending},
+    {"remap_pending", &NvidiaGpu::remap_pending},
+    {"remap_failure", &NvidiaGpu::remap_failure}};
+constexpr std::pair<const char *, std::optional<unsigned> NvidiaGpu::*> k_clock_fields[] = {
+    {"app_clock_gr", &NvidiaGpu::app_clock_gr},
+    {"default_app_clock_gr", &NvidiaGpu::default_app_clock_gr},
+    {"app_clock_mem", &NvidiaGpu::app_clock_mem},
+    {"default_app_clock_mem", &NvidiaGpu::default_app_clock_mem}};
+
 nlohmann::json nvidia_state_json(const NvidiaState &st) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto &g : st.gpus) {
-    gpus.push_back({{"pci", g.pci},
-                    {"persistence", opt_json(g.persistence)},
-                    {"ecc", opt_json(g.ecc)},
-                    {"ecc_pending", opt_json(g.ecc_pending)},
-                    {"mig", opt_json(g.mig)},
-                    {"mig_pending", opt_json(g.mig_pending)},
-                    {"app_clock_gr", opt_json(g.app_clock_gr)},
-                    {"default_app_clock_gr", opt_json(g.default_app_clock_gr)},
-                    {"app_clock_mem", opt_json(g.app_clock_mem)},
-                    {"default_app_clock_mem", opt_json(g.default_app_clock_mem)},
-                    {"clocks_set_limit", opt_json(g.clocks_set_limit)},
-                    {"retired_pages_pending", opt_json(g.retired_pages_pending)},
-                    {"remap_pending", opt_json(g.remap_pending)},
-                    {"remap_failure", opt_json(g.remap_failure)}});
+    nlohmann::json o = {{"pci", g.pci}};
+    for (const auto &[key, field] : k_flag_fields) {
+      o[key] = opt_json(g.*field);
+    }
+    for (const auto &[key, field] : k_clock_fields) {
+      o[key] = opt_json(g.*field);
+    }
+    gpus.push_back(std::move(o));
   }
   return {{"source", st.source}, {"gpus", gpus}};
 }
@@ -228,17 +240,15 @@ Result<NvidiaState> nvidia_state_from_json(std::string_view text) {
       return failure("a GPU without its PCI address");
     }
     out.pci = g["pci"].get<std::string>();
-    const bool ok = opt_from(g, "persistence", out.persistence) && opt_from(g, "ecc", out.ecc) &&
-                    opt_from(g, "ecc_pending", out.ecc_pending) && opt_from(g, "mig", out.mig) &&
-                    opt_from(g, "mig_pending", out.mig_pending) && opt_from(g, "app_clock_gr", out.app_clock_gr) &&
-                    opt_from(g, "default_app_clock_gr", out.default_app_clock_gr) &&
-                    opt_from(g, "app_clock_mem", out.app_clock_mem) &&
-                    opt_from(g, "default_app_clock_mem", out.default_app_clock_mem) &&
-                    opt_from(g, "clocks_set_limit", out.clocks_set_limit) &&
-                    opt_from(g, "retired_pages_pending", out.retired_pages_pending) &&
-                    opt_from(g, "remap_pending", out.remap_pending) && opt_from(g, "remap_failure", out.remap_failure);
-    if (!ok) {
-      return failure("GPU " + out.pci + ": a field of the wrong type");
+    for (const auto &[key, field] : k_flag_fields) {
+      if (!opt_from(g, key, out.*field)) {
+        return failure("GPU " + out.pci + ": '" + key + "' is not true, false or null");
+      }
+    }
+    for (const auto &[key, field] : k_clock_fields) {
+      if (!opt_from(g, key, out.*field)) {
+        return failure("GPU " + out.pci + ": '" + key + "' is not a whole number of MHz or null");
+      }
     }
     st.gpus.push_back(std::move(out));
   }
