@@ -173,7 +173,8 @@ checkpatch: $(KSFT_STAMP)
 
 sparse: kmod-6.12
 	@kver=$$(scripts/kernels.sh resolve 6.12); out=$(BUILD)/kmod/$$kver; \
-	make -s -C /usr/src/linux-headers-$$kver M=$$out C=2 CHECK="sparse -Wno-decl" W=1 modules 2>&1 | \
+	kdir=$$(scripts/kernels.sh headers 6.12) || exit 1; \
+	make -s -C $$kdir M=$$out C=2 CHECK="sparse -Wno-decl" W=1 modules 2>&1 | \
 		tee $(BUILD)/sparse.log | grep -E 'warning|error' && { echo "sparse: findings above" >&2; exit 1; } || \
 		echo "sparse: clean ($$kver)"
 
@@ -230,4 +231,4 @@ run: ensure-deps build
 
 clean:
 	rm -rf $(BUILD)
-	$(MAKE) -C kmod clean KDIR=/usr/src/linux-headers-$$(scripts/kernels.sh resolve 6.12) >/dev/null 2>&1 || true
+	$(MAKE) -C kmod clean KDIR=$$(scripts/kernels.sh headers 6.12) >/dev/null 2>&1 || true

@@ -8,10 +8,12 @@
 #
 # Assembles the DKMS source tree (kmod/ + dkms/dkms.conf) in
 # /usr/src/mltune-<version>, runs "dkms add" and "dkms build -k KVER" for
-# every installed header set of the matrix (default: the 6.1 and 6.12
-# headers under /lib/modules/*/build), then "dkms remove" and deletes the
-# tree, also on failure; a leftover from an interrupted run is removed
-# first, so the script is idempotent. Nothing is installed or loaded.
+# the 6.1 and 6.12 kernels of the matrix (6.12-rt too; KVER arguments:
+# those), against their headers as scripts/kernels.sh unpacks them into the
+# cache (--kernelsourcedir: this host installs no linux-headers package),
+# then "dkms remove" and deletes the tree, also on failure; a leftover from
+# an interrupted run is removed first, so the script is idempotent. Nothing
+# is installed or loaded.
 #
 # 7.2: its kbuild tools need glibc 2.38 and gcc-16, so dkms on this
 # bookworm host cannot build for it; the sid build chroot has no dkms.
@@ -44,13 +46,23 @@ fi
 [ "$install" = 1 ] || trap cleanup EXIT
 cleanup
 
-if [ $# -eq 0 ]; then
-	for b in /lib/modules/*/build; do
-		k=$(basename "$(dirname "$b")")
-		case $k in 6.1.*|6.12.*) [ -f "$b/Makefile" ] && set -- "$@" "$k" ;; esac
+# The 6.1 and 6.12 kernels of the matrix, and their headers in the cache.
+declare -A kdir
+if [ "$install" = 0 ]; then
+	matrix=()
+	for s in $("$ROOT/scripts/kernels.sh" matrix build); do
+		k=$("$ROOT/scripts/kernels.sh" resolve "$s") || die "cannot resolve kernel series $s"
+		case $k in
+		6.1.* | 6.12.*)
+			kdir[$k]=$("$ROOT/scripts/kernels.sh" headers "$s") || die "no headers for $k"
+			matrix+=("$k") ;;
+		esac
+	done
+	[ $# -gt 0 ] || set -- "${matrix[@]}"
+	for k in "$@"; do
+		[ -n "${kdir[$k]:-}" ] || die "$k is not a 6.1 or 6.12 kernel of the matrix (${matrix[*]})"
 	done
 fi
-[ $# -gt 0 ] || die "no 6.1 or 6.12 kernel headers installed (make deps)"
 
 # The DKMS source tree: kmod/ without build output, plus dkms.conf.
 mkdir -p "$src"
@@ -78,7 +90,7 @@ fi
 fail=0
 for k in "$@"; do
 	echo "dkms-check: dkms build $name/$ver for $k"
-	if dkms build -m "$name" -v "$ver" -k "$k"; then
+	if dkms build -m "$name" -v "$ver" -k "$k" --kernelsourcedir "${kdir[$k]}"; then
 		echo "ok dkms build $k"
 	else
 		log=/var/lib/dkms/$name/$ver/build/make.log

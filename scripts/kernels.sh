@@ -9,14 +9,16 @@
 #   scripts/kernels.sh use SERIES          print its use: guest, ksft or build
 #   scripts/kernels.sh resolve SERIES      print the full KVER of a series
 #   scripts/kernels.sh fetch SERIES        cache vmlinuz + modules, print dir
-#   scripts/kernels.sh headers SERIES      print the headers' build dir (a
-#                                          compile-only series' headers are
-#                                          fetched into the cache first)
+#   scripts/kernels.sh headers SERIES      print the headers' build dir (the
+#                                          headers are unpacked into the cache
+#                                          first, never installed; 7.2's are
+#                                          the sid chroot's)
 #   scripts/kernels.sh list                print "SERIES KVER" for the matrix
 #
 # Overrides (exact KVER, e.g. 6.12.117+deb12-amd64): MLTUNE_KVER_<SERIES>
 # with every '.' and '-' of the series as '_' (MLTUNE_KVER_6_12_rt).
-# Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/mltune/kernels/KVER (never in the tree).
+# Cache: ${XDG_CACHE_HOME:-$HOME/.cache}/mltune/kernels/KVER and headers/KVER
+# (never in the tree).
 set -euo pipefail
 
 MATRIX_FILE=$(dirname "$0")/kernel-matrix
@@ -145,19 +147,32 @@ fetch() {
 	echo "$dir"
 }
 
-# A compile-only series' headers (bullseye's for 5.10 cannot be installed
-# on this host): headers, common headers and kbuild tools unpacked into the
-# cache, where their relative scripts/ and tools/ links resolve.
+# A series' headers (7.2's aside, which the sid chroot has): headers,
+# common headers and kbuild tools unpacked into the cache, where their
+# relative scripts/ and tools/ links resolve. Not installed: the headers
+# package depends on its linux-image, whose installation builds an
+# initramfs for a kernel this host never boots (and bullseye's 5.10 cannot
+# be installed here at all).
 fetch_headers() {
-	local k=$1 dir=$CACHE/headers/$1 tmp p kb
+	local k=$1 dir=$CACHE/headers/$1 tmp p deps lock
 	if [ -f "$dir/.complete" ]; then return; fi
-	echo "kernels.sh: fetching the headers of $k into $dir" >&2
 	mkdir -p "$CACHE/headers"
+	# One fetch of a header set at a time (the guest lane builds its
+	# kernel's module beside the rest), as for kernels.
+	exec {lock}>"$CACHE/.fetch-headers-$k.lock"
+	flock "$lock"
+	if [ -f "$dir/.complete" ]; then exec {lock}>&-; return; fi
+	echo "kernels.sh: fetching the headers of $k into $dir" >&2
 	tmp=$(mktemp -d "$CACHE/.fetch.XXXXXX")
-	trap 'rm -rf "$tmp"; trap - RETURN' RETURN
-	kb=$(apt-cache show "linux-headers-$k" | sed -nE 's/^Depends:.*(linux-kbuild-[0-9.]+).*/\1/p' | head -1)
-	[ -n "$kb" ] || die "linux-headers-$k names no linux-kbuild package"
-	for p in "linux-headers-$k" "linux-headers-${k%-*}-common" "$kb"; do
+	trap 'rm -rf "$tmp"; exec {lock}>&-; trap - RETURN' RETURN
+	# Its common half and kbuild tools, as its Depends name them
+	# (linux-headers-6.12.117+deb12-common-rt, linux-kbuild-6.12.117+deb12);
+	# not its linux-image, which installing the package would pull in.
+	deps=$(apt-cache show "linux-headers-$k" | sed -n 's/^Depends: //p' | head -1 | tr ',' '\n' |
+		sed -E 's/^ *//; s/[ |].*//' | grep -E '^linux-(headers-.*-common.*|kbuild-.*)$')
+	[ "$(printf '%s\n' "$deps" | grep -c .)" = 2 ] ||
+		die "linux-headers-$k: cannot find its common headers and kbuild packages in its Depends"
+	for p in "linux-headers-$k" $deps; do
 		(cd "$tmp" && apt-get download -qq -o APT::Sandbox::User=root "$p" >&2) || die "cannot download $p"
 	done
 	mkdir -p "$tmp/root"
@@ -175,12 +190,8 @@ headers() {
 	case $k in
 	7.*) echo "$CACHE/sid-chroot-$k/usr/src/linux-headers-$k" ;;
 	*)
-		if [ "$(use_of "$1")" = build ]; then
-			fetch_headers "$k"
-			echo "$CACHE/headers/$k/usr/src/linux-headers-$k"
-		else
-			echo "/usr/src/linux-headers-$k"
-		fi ;;
+		fetch_headers "$k"
+		echo "$CACHE/headers/$k/usr/src/linux-headers-$k" ;;
 	esac
 }
 
