@@ -231,4 +231,6 @@ run: ensure-deps build
 
 clean:
 	rm -rf $(BUILD)
-	$(MAKE) -C kmod clean KDIR=$$(scripts/kernels.sh headers 6.12) >/dev/null 2>&1 || true
+	@k=$$(scripts/kernels.sh resolve 6.12 2>/dev/null); kdir=$(CACHE)/headers/$$k/usr/src/linux-headers-$$k; \
+	if [ -n "$$k" ] && [ -d "$$kdir" ]; then $(MAKE) -C kmod clean KDIR=$$kdir >/dev/null 2>&1 || true; \
+	else rm -rf kmod/generated; fi
