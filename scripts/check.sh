@@ -319,6 +319,16 @@ lane_join() {
 
 if [ "$vm_only" = 0 ]; then
 	note "---- build"
+	# Every kernel's headers and every booted kernel's image are fetched
+	# into the cache (downloads and unpacking, minutes on a fresh cache,
+	# nothing on a warm one) while user space compiles; each fetch holds a
+	# lock, so a module build or a guest that needs one first waits for it.
+	(
+		for s in $kernels; do scripts/kernels.sh headers "$s" >/dev/null; done
+		for s in $kernels; do
+			[ "$(scripts/kernels.sh use "$s")" = build ] || scripts/kernels.sh fetch "$s" >/dev/null
+		done
+	) >"$LOGS/fetch-kernels.log" 2>&1 &
 	stage build-userspace make -s userspace
 	for s in $kernels; do stage "build-kmod-$s" make -s "kmod-$s"; done
 	stage build-selftests make -s selftests
