@@ -231,6 +231,5 @@ run: ensure-deps build
 
 clean:
 	rm -rf $(BUILD)
-	@k=$$(scripts/kernels.sh resolve 6.12 2>/dev/null); kdir=$(CACHE)/headers/$$k/usr/src/linux-headers-$$k; \
-	if [ -n "$$k" ] && [ -d "$$kdir" ]; then $(MAKE) -C kmod clean KDIR=$$kdir >/dev/null 2>&1 || true; \
-	else rm -rf kmod/generated; fi
+	@if kdir=$$(scripts/kernels.sh headers --cached 6.12 2>/dev/null); then \
+		$(MAKE) -C kmod clean KDIR=$$kdir >/dev/null 2>&1 || true; else rm -rf kmod/generated; fi

@@ -59,6 +59,15 @@ count() { # count PASSED FAILED SKIPPED
 }
 
 # stage NAME CMD...: one checked step; its output goes to build/check/NAME.log
+# The background fetch of kernels and headers (started with the build):
+# its exit status, its output into the stage's log.
+fetch_wait() {
+	local rc=0
+	wait "$fetch_pid" || rc=$?
+	cat "$LOGS/fetch-kernels.out"
+	return $rc
+}
+
 stage() {
 	local name=$1 s rc; shift
 	s=$(date +%s)
@@ -328,7 +337,8 @@ if [ "$vm_only" = 0 ]; then
 		for s in $kernels; do
 			[ "$(scripts/kernels.sh use "$s")" = build ] || scripts/kernels.sh fetch "$s" >/dev/null
 		done
-	) >"$LOGS/fetch-kernels.log" 2>&1 &
+	) >"$LOGS/fetch-kernels.out" 2>&1 &
+	fetch_pid=$!
 	stage build-userspace make -s userspace
 	for s in $kernels; do stage "build-kmod-$s" make -s "kmod-$s"; done
 	stage build-selftests make -s selftests
@@ -363,6 +373,8 @@ if [ "$vm_only" = 0 ]; then
 		stage dkms-check scripts/dkms-check.sh
 	fi
 	deb_suites
+	# the fetch started with the build: waited for, its failure named
+	stage fetch-kernels fetch_wait
 fi
 if [ -n "$lane_pid" ]; then
 	note "---- the guest lane (build/check/guest-lane.log)"

@@ -13,6 +13,9 @@
 #                                          headers are unpacked into the cache
 #                                          first, never installed; 7.2's are
 #                                          the sid chroot's)
+#   scripts/kernels.sh headers --cached SERIES
+#                                          the same without fetching: exit 1
+#                                          where they are not there
 #   scripts/kernels.sh list                print "SERIES KVER" for the matrix
 #
 # Overrides (exact KVER, e.g. 6.12.117+deb12-amd64): MLTUNE_KVER_<SERIES>
@@ -185,21 +188,24 @@ fetch_headers() {
 }
 
 headers() {
-	local k
+	local k cached=0 dir
+	if [ "$1" = --cached ]; then cached=1; shift; fi
 	k=$(resolve "$1")
 	case $k in
-	7.*) echo "$CACHE/sid-chroot-$k/usr/src/linux-headers-$k" ;;
+	7.*) dir=$CACHE/sid-chroot-$k/usr/src/linux-headers-$k ;;
 	*)
-		fetch_headers "$k"
-		echo "$CACHE/headers/$k/usr/src/linux-headers-$k" ;;
+		[ "$cached" = 1 ] || fetch_headers "$k"
+		dir=$CACHE/headers/$k/usr/src/linux-headers-$k ;;
 	esac
+	[ "$cached" = 0 ] || [ -f "$dir/Makefile" ] || return 1
+	echo "$dir"
 }
 
 cmd=${1:-list}; shift || true
 case $cmd in
 resolve) resolve "$1" ;;
 fetch) fetch "$1" ;;
-headers) headers "$1" ;;
+headers) headers "$@" ;;
 image-pkgs) image_pkgs "$(resolve "$1")" ;;
 list) for s in $MATRIX; do echo "$s $(resolve "$s") $(use_of "$s")"; done ;;
 matrix)

@@ -213,8 +213,9 @@ TEST(PciTree, SparseConfigReadParsesAsTheWholeSpace) {
 }
 
 // The largest link speed comes from the registers where they name one, and
-// from sysfs's max_link_speed where they do not; the class from the one read
-// of every function that looked for GPUs.
+// from sysfs's max_link_speed where they do not. (The class the tree shows
+// is checked here for its value only: the GPU search and the tree would
+// read the same file.)
 TEST(PciTree, MaxSpeedFromRegistersElseSysfs) {
   FixtureCopy c("hgx-2s-8gpu");
   const std::string gpu = "/sys/bus/pci/devices/0000:18:00.0";
