@@ -2,6 +2,7 @@
 
 #include "mltune/audit.hpp"
 #include "mltune/compare.hpp"
+#include "mltune/feeder.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/switch.hpp"
 
@@ -102,6 +103,29 @@ TEST_F(Audit, MissingCpufreqOldKernelAndGpu) {
   AuditOptions no_smi;
   no_smi.run_nvidia_smi = false;
   EXPECT_EQ(find(audit(training, root, no_smi), "gpu:persistence_mode").id, "<none>");
+}
+
+// energy_perf_bias is read on the CPU itself (an IPI): feeder cores and
+// isolated CPUs are left out, and the finding says how many.
+TEST_F(Audit, EnergyPerfBiasLeavesFeederAndIsolatedCpusAlone) {
+  fake.set("/sys/devices/system/cpu/cpu0/power/energy_perf_bias", "0");
+  fake.set("/sys/devices/system/cpu/cpu1/power/energy_perf_bias", "6"); // would warn if read
+  fake.set("/sys/kernel/mltune/feeder/cpus", "1\n");
+  auto e = find(audit(training, root), "cpu:energy_perf_bias");
+  EXPECT_EQ(e.current, "0 on 1/1 CPUs (1 feeder or isolated CPUs not read: reading it interrupts the CPU)");
+  EXPECT_EQ(e.severity, Severity::ok);
+
+  fake.set("/sys/kernel/mltune/feeder/cpus", "\n");
+  fake.set("/sys/devices/system/cpu/nohz_full", "0-1\n");
+  e = find(audit(training, root), "cpu:energy_perf_bias");
+  EXPECT_EQ(e.current, "not read (2 feeder or isolated CPUs not read: reading it interrupts the CPU)");
+  EXPECT_EQ(e.severity, Severity::info);
+
+  fake.set("/sys/devices/system/cpu/nohz_full", "(null)\n");
+  fake.set(k_feeder_state, R"({"active": true, "mechanism": "cpuset", "cpus": "0", "housekeeping": "1"})");
+  e = find(audit(training, root), "cpu:energy_perf_bias");
+  EXPECT_EQ(e.current, "6 on 1/1 CPUs (1 feeder or isolated CPUs not read: reading it interrupts the CPU)");
+  EXPECT_EQ(e.severity, Severity::warning);
 }
 
 TEST_F(Audit, CustomProfileStillChecksThpAndNuma) {

@@ -165,6 +165,14 @@ std::unique_ptr<FeederOs> make_live_feeder_os(const Sysroot &root);
 Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const std::string &spec,
                                                       std::string_view what = "--cpus");
 
+// CPUs a read-only command should leave alone: the feeder cores (the
+// recorded state of `feeder on`, and the module's feeder/cpus) and the
+// CPUs isolated at boot (isolated, nohz_full).  Reading some sysfs files
+// runs code on the CPU they describe (energy_perf_bias reads a model-specific
+// register there through an IPI), which a feeder core should not see from a
+// job prolog.  Best effort: a file that cannot be read adds nothing.
+CpuSet quiet_cpus(const Sysroot &root);
+
 // The housekeeping CPUs for feeder CPUs `cpus`: the online ones of
 // `housekeeping`, else every other online CPU.  Input errors: no feeder
 // CPU, one that is not online, none left for housekeeping.

@@ -3,6 +3,7 @@
 #include "audit/audit_parts.hpp"
 #include "base/unique_fd.hpp"
 #include "mltune/compare.hpp"
+#include "mltune/feeder.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
 #include "mltune/topology.hpp"
@@ -89,13 +90,21 @@ std::string tally(const std::map<std::string, int> &counts, size_t total) {
 
 void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
   const auto list = cpus(root);
+  // The kernel reads energy_perf_bias on the CPU itself (an IPI): feeder and
+  // isolated CPUs are not asked.
+  const CpuSet quiet = quiet_cpus(root);
   std::map<std::string, int> gov;
   std::map<std::string, int> epb;
+  size_t epb_asked = 0;
   for (const auto &c : list) {
     const std::string base = "/sys/devices/system/cpu/" + c;
     if (auto g = root.read_value(base + "/cpufreq/scaling_governor")) {
       ++gov[*g];
     }
+    if (const auto n = parse_int<unsigned>(std::string_view(c).substr(3)); n && *n < k_max_cpus && quiet.test(*n)) {
+      continue;
+    }
+    ++epb_asked;
     if (auto e = root.read_value(base + "/power/energy_perf_bias")) {
       ++epb[*e];
     }
@@ -118,16 +127,20 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
   Finding e{"cpu:energy_perf_bias",
             "cpu",
             Severity::ok,
-            tally(epb, list.size()),
+            tally(epb, epb_asked),
             "0",
             "A power-saving bias lowers turbo residency and adds wake-up latency",
             {}};
   if (epb.empty()) {
-    e.current = "not exposed";
+    e.current = epb_asked == 0 ? "not read" : "not exposed";
     e.severity = Severity::info;
   } else if (epb.size() != 1 || epb.begin()->first != "0") {
     e.severity = Severity::warning;
     e.fix = "x86_energy_perf_policy performance  (or: echo 0 > /sys/devices/system/cpu/cpu*/power/energy_perf_bias)";
+  }
+  if (epb_asked != list.size()) {
+    e.current += " (" + std::to_string(list.size() - epb_asked) +
+                 " feeder or isolated CPUs not read: reading it interrupts the CPU)";
   }
   out.push_back(std::move(e));
 }

@@ -965,6 +965,20 @@ Status feeder_watch(const Sysroot &root, unsigned period_ms) {
   }
 }
 
+CpuSet quiet_cpus(const Sysroot &root) {
+  const auto boot = read_boot_isolation(root);
+  CpuSet out = boot.isolated | boot.nohz_full;
+  if (auto s = load_state(root); s && s->active) {
+    out = out | s->cpus;
+  }
+  if (auto v = root.read(k_kmod_feeder)) {
+    if (auto c = parse_cpuset(*v)) {
+      out = out | *c;
+    }
+  }
+  return out;
+}
+
 Result<FeederState> feeder_recorded(const Sysroot &root) {
   return load_state(root);
 }
