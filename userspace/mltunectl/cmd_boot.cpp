@@ -31,7 +31,7 @@ std::optional<Computed> compute(Context &ctx, const BootArgs &a) {
     ctx.fail(prof.error());
     return std::nullopt;
   }
-  auto t = discover_topology(root);
+  auto t = discover_topology(root, {.pcie_state = false});
   if (!t) {
     ctx.fail(t.error());
     return std::nullopt;

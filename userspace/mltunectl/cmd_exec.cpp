@@ -66,7 +66,7 @@ void run_exec(Context &ctx, const ExecArgs &a) {
   if (!policy) {
     return ctx.fail(policy.error());
   }
-  auto t = discover_topology(ctx.root());
+  auto t = discover_topology(ctx.root(), {.pcie_state = false});
   if (!t) {
     return ctx.fail(t.error());
   }

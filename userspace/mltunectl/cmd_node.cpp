@@ -201,7 +201,7 @@ void run_follow(Context &ctx, bool listen) {
 }
 
 void run_recommend(Context &ctx) {
-  auto t = discover_topology(ctx.root());
+  auto t = discover_topology(ctx.root(), {.pcie_state = false});
   if (!t) {
     return ctx.fail(t.error());
   }

@@ -10,7 +10,7 @@ namespace mltune::cli {
 namespace {
 
 void run_plan(Context &ctx, const PlanOptions &opts) {
-  auto t = discover_topology(ctx.root());
+  auto t = discover_topology(ctx.root(), {.pcie_state = false});
   if (!t) {
     return ctx.fail(t.error());
   }

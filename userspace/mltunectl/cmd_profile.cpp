@@ -31,7 +31,7 @@ void list(Context &ctx) {
   // Marks: the profile active now, the one the hardware suggests.
   const auto active = active_profile(root, choose_backend(root, Backend::automatic));
   const std::string active_name = active ? active->name : "";
-  const auto topo = discover_topology(root);
+  const auto topo = discover_topology(root, {.pcie_state = false});
   const std::string recommended = topo ? recommend_profile(*topo).profile : "";
   for (const auto &name : loader.list()) {
     auto p = loader.load(name);

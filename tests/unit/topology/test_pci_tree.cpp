@@ -1,6 +1,7 @@
 // The PCIe tree of the topology, the config-space reader, GPU-NIC pairing
 // in the plan and launch-time binding (mltunectl exec), on the generated
 // fixtures (tests/fixtures/gen_fixtures.py) and on this process itself.
+#include "mltune/cpu_plan.hpp"
 #include "mltune/launch.hpp"
 #include "mltune/pci.hpp"
 #include "mltune/topology.hpp"
@@ -449,4 +450,48 @@ TEST(Exec, TheCommandStartsPlaced) {
     return st.error().message.find("sched_setaffinity(CPUs 8191)") != std::string::npos ? 3 : 4;
   });
   EXPECT_EQ(no_cpu.first, 3);
+}
+
+// Discovery without the PCIe tree's state (plan, exec, recommend) keeps the
+// tree's shape and port types and so the plan: on every fixture the plan is
+// the one full discovery gives, and none of the state was read.
+TEST(PciTree, ShapeOnlyDiscoveryKeepsTheTreeAndThePlan) {
+  for (const auto name : mltune::test::k_fixtures) {
+    SCOPED_TRACE(name);
+    const Topology full = discover_topology(fixture(name)).value();
+    const Topology shape = discover_topology(fixture(name), {.pcie_state = false}).value();
+    ASSERT_EQ(shape.pci.size(), full.pci.size());
+    for (size_t i = 0; i < full.pci.size(); ++i) {
+      const PciNode &a = full.pci[i];
+      const PciNode &b = shape.pci[i];
+      SCOPED_TRACE(a.address);
+      EXPECT_EQ(b.address, a.address);
+      EXPECT_EQ(b.parent, a.parent);
+      EXPECT_EQ(b.host_bridge, a.host_bridge);
+      EXPECT_EQ(b.pci_class, a.pci_class);
+      EXPECT_EQ(b.device, a.device);
+      EXPECT_EQ(b.type, a.type); // inferred from the shape, read from config space
+      EXPECT_FALSE(b.type_from_config);
+      EXPECT_FALSE(b.config.pcie);
+      EXPECT_EQ(b.link.max_speed, 0U);
+      EXPECT_EQ(b.iommu_group, -1);
+      EXPECT_TRUE(b.slot.empty());
+      if (a.device.empty()) {
+        EXPECT_EQ(b.numa_node, -1); // a bridge's node is not read
+      } else {
+        EXPECT_EQ(b.numa_node, a.numa_node);
+      }
+    }
+    EXPECT_FALSE(shape.iommu_groups);
+    const CpuPlan pa = make_cpu_plan(full).value();
+    const CpuPlan pb = make_cpu_plan(shape).value();
+    EXPECT_EQ(pb.housekeeping, pa.housekeeping);
+    EXPECT_EQ(pb.feeder, pa.feeder);
+    EXPECT_EQ(pb.reasons, pa.reasons);
+    ASSERT_EQ(pb.gpus.size(), pa.gpus.size());
+    for (size_t g = 0; g < pa.gpus.size(); ++g) {
+      EXPECT_EQ(pb.gpus[g].nic, pa.gpus[g].nic);
+      EXPECT_EQ(pb.gpus[g].nic_distance, pa.gpus[g].nic_distance);
+    }
+  }
 }

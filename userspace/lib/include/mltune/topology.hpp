@@ -125,7 +125,23 @@ struct Topology {
   [[nodiscard]] unsigned cpu_nodes() const;
 };
 
-Result<Topology> discover_topology(const Sysroot &root);
+// What discover_topology() reads beyond the CPUs, NUMA nodes, memory and
+// the GPUs, NICs and NVMe devices themselves.
+struct DiscoverOptions {
+  // The state of every function on the PCIe tree: its configuration space
+  // (port type, link, payload sizes, ACS), its link files, a bridge's NUMA
+  // node, IOMMU group and type, physical slot; and whether the node has
+  // IOMMU groups.  Without it the tree keeps its shape (each device's host
+  // bridge and bridges, each function's class) and port types are inferred
+  // from the shape (PciNode::type), which is all feeder planning and
+  // pci_distance() need: `plan`, `exec` and `recommend` skip some thousand
+  // files on a 1024-CPU node, and the configuration space that a VM reads
+  // by trapping every dword (about 1 ms per function on a GPU VM).
+  // `topology` and `audit` read it.
+  bool pcie_state = true;
+};
+
+Result<Topology> discover_topology(const Sysroot &root, const DiscoverOptions &opt = {});
 
 // Fills the action names of the NICs' IRQs (Irq::name) from /proc/interrupts.
 // discover_topology() leaves them empty: only `topology --json` shows them,

@@ -14,7 +14,7 @@ Status BootStep::plan() {
   if (!profile_.boot) {
     return {};
   }
-  auto t = discover_topology(root_);
+  auto t = discover_topology(root_, {.pcie_state = false});
   if (!t) {
     return t.error();
   }

@@ -18,7 +18,7 @@ Result<std::pair<CpuSet, CpuSet>> resolve_feeder_cpus(const Sysroot &root, const
     }
     return std::pair{*c, CpuSet{}};
   }
-  auto t = discover_topology(root);
+  auto t = discover_topology(root, {.pcie_state = false});
   if (!t) {
     return t.error();
   }

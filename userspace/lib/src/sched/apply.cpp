@@ -883,7 +883,7 @@ Result<std::string> resolve_placement(const Sysroot &root, std::string_view spec
     }
     return rest.str();
   }
-  auto topo = discover_topology(root);
+  auto topo = discover_topology(root, {.pcie_state = false});
   if (!topo) {
     return input_error("placement '" + std::string(spec) + "': " + topo.error().message);
   }

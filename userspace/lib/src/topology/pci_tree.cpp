@@ -96,7 +96,11 @@ std::optional<std::string> read_config(const Sysroot &root, const std::string &a
 
 class TreeReader {
 public:
-  TreeReader(const Sysroot &root, Topology &t, const PciSeen &seen) : root_(root), t_(t), seen_(seen) {
+  TreeReader(const Sysroot &root, Topology &t, const PciSeen &seen, bool state)
+      : root_(root), t_(t), seen_(seen), state_(state) {
+    if (!state_) {
+      return;
+    }
     for (const auto &name : root.list_dir("/sys/bus/pci/slots")) {
       if (auto a = root.read("/sys/bus/pci/slots/" + name + "/address")) {
         slots_[std::string(trim(*a))] = name; // "0000:18:00": domain, bus, device
@@ -192,6 +196,12 @@ private:
     // Every function's class was read by find_gpus().
     const auto cls = seen_.cls.find(addr);
     n.pci_class = cls != seen_.cls.end() ? cls->second : text(dir + "/class");
+    if (!state_) {
+      if (numa_node != nullptr) {
+        n.numa_node = *numa_node; // the device's own, read with its locality
+      }
+      return n;
+    }
     if (auto c = read_config(root_, dir + "/config")) {
       n.config = parse_pci_config(*c);
       if (n.config.pcie) {
@@ -259,6 +269,7 @@ private:
   const Sysroot &root_;
   Topology &t_;
   const PciSeen &seen_;
+  const bool state_; // DiscoverOptions::pcie_state
   std::map<std::string, PciNode> nodes_;
   std::map<std::string, std::string> group_types_; // IOMMU group -> its type, read once
   std::map<std::string, std::string> slots_;
@@ -267,8 +278,8 @@ private:
 
 } // namespace
 
-void read_pci_tree(const Sysroot &root, Topology &t, const PciSeen &seen) {
-  TreeReader rd(root, t, seen);
+void read_pci_tree(const Sysroot &root, Topology &t, const PciSeen &seen, bool state) {
+  TreeReader rd(root, t, seen, state);
   for (auto &g : t.gpus) {
     rd.add(g.pci, "GPU " + std::to_string(g.index));
   }
@@ -279,7 +290,7 @@ void read_pci_tree(const Sysroot &root, Topology &t, const PciSeen &seen) {
     rd.add(n.pci, "NVMe " + n.name);
   }
   t.pci = rd.finish();
-  t.iommu_groups = !root.list_dir("/sys/kernel/iommu_groups").empty();
+  t.iommu_groups = state && !root.list_dir("/sys/kernel/iommu_groups").empty();
 }
 
 } // namespace mltune::detail

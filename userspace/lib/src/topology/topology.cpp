@@ -682,7 +682,7 @@ void name_nic_irqs(const Sysroot &root, Topology &t) {
   }
 }
 
-Result<Topology> discover_topology(const Sysroot &root) {
+Result<Topology> discover_topology(const Sysroot &root, const DiscoverOptions &opt) {
   using namespace detail;
   Topology t;
   if (auto st = read_online_cpus(root, t); !st) {
@@ -703,7 +703,7 @@ Result<Topology> discover_topology(const Sysroot &root) {
   find_gpus(root, t, &seen);
   find_nics(root, t, &seen);
   find_nvme(root, t, &seen);
-  read_pci_tree(root, t, seen);
+  read_pci_tree(root, t, seen, opt.pcie_state);
   return t;
 }
 

@@ -80,6 +80,7 @@ void find_nvme(const Sysroot &root, Topology &t, PciSeen *seen = nullptr);
 // t.pci: every GPU, NIC and NVMe function and the bridges above it, with
 // links, config space, IOMMU group and slot; each device's PciLocality gets
 // its host bridge and bridge path (topology/pci_tree.cpp).
-void read_pci_tree(const Sysroot &root, Topology &t, const PciSeen &seen = {});
+// With `state` false only the tree's shape and classes (DiscoverOptions).
+void read_pci_tree(const Sysroot &root, Topology &t, const PciSeen &seen = {}, bool state = true);
 
 } // namespace mltune::detail
