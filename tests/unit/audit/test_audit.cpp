@@ -128,6 +128,25 @@ TEST_F(Audit, EnergyPerfBiasLeavesFeederAndIsolatedCpusAlone) {
   EXPECT_EQ(e.severity, Severity::warning);
 }
 
+// A node without cpufreq policies has no governor to read (one directory
+// read, not a file per CPU); energy_perf_bias is on every online CPU or
+// none, so the first online CPU without it ends the search, and an offline
+// CPU (which never has it) does not.
+TEST_F(Audit, CpuFindingsReadOnlyWhatCanExist) {
+  std::filesystem::remove_all(root.path("/sys/devices/system/cpu/cpufreq"));
+  auto fs = audit(training, root);
+  EXPECT_EQ(find(fs, "cpu:governor").current, "no cpufreq (firmware or hypervisor controls frequency)");
+
+  fake.set("/sys/devices/system/cpu/online", "1\n");
+  std::filesystem::remove(root.path("/sys/devices/system/cpu/cpu0/power/energy_perf_bias"));
+  EXPECT_EQ(find(audit(training, root), "cpu:energy_perf_bias").current, "6 on 1/1 CPUs");
+
+  fake.set("/sys/devices/system/cpu/online", "0-1\n");
+  const auto &e = find(audit(training, root), "cpu:energy_perf_bias");
+  EXPECT_EQ(e.current, "not exposed");
+  EXPECT_EQ(e.severity, Severity::info);
+}
+
 TEST_F(Audit, CustomProfileStillChecksThpAndNuma) {
   auto p = ProfileLoader().load_text("[sysctl]\n\"vm.swappiness\" = { value = 60 }\n", "c.toml");
   ASSERT_TRUE(p);

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <fcntl.h>
 #include <map>
+#include <optional>
 #include <unistd.h>
 
 namespace mltune {
@@ -93,20 +94,49 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
   // The kernel reads energy_perf_bias on the CPU itself (an IPI): feeder and
   // isolated CPUs are not asked.
   const CpuSet quiet = quiet_cpus(root);
+  std::optional<CpuSet> online;
+  if (auto v = root.read("/sys/devices/system/cpu/online")) {
+    if (auto c = parse_cpuset(*v)) {
+      online = *c;
+    }
+  }
+  // Without a cpufreq driver there is no policy, and no CPU has a governor
+  // (a VM, most often): one directory read instead of a file per CPU.
+  const auto policies = root.list_dir("/sys/devices/system/cpu/cpufreq");
+  const bool cpufreq =
+      std::any_of(policies.begin(), policies.end(), [](const auto &p) { return p.starts_with("policy"); });
+  // energy_perf_bias is on every online CPU or on none (the kernel adds it
+  // where the CPU has the EPB feature): the first online CPU without it ends
+  // the search.
+  bool epb_exposed = true;
   std::map<std::string, int> gov;
   std::map<std::string, int> epb;
   size_t epb_asked = 0;
+  size_t epb_quiet = 0;
   for (const auto &c : list) {
     const std::string base = "/sys/devices/system/cpu/" + c;
-    if (auto g = root.read_value(base + "/cpufreq/scaling_governor")) {
-      ++gov[*g];
+    if (cpufreq) {
+      if (auto g = root.read_value(base + "/cpufreq/scaling_governor")) {
+        ++gov[*g];
+      }
     }
-    if (const auto n = parse_int<unsigned>(std::string_view(c).substr(3)); n && *n < k_max_cpus && quiet.test(*n)) {
+    const auto n = parse_int<unsigned>(std::string_view(c).substr(3));
+    if (!n || *n >= k_max_cpus || (online && !online->test(*n))) {
+      continue;
+    }
+    if (quiet.test(*n)) {
+      ++epb_quiet;
       continue;
     }
     ++epb_asked;
-    if (auto e = root.read_value(base + "/power/energy_perf_bias")) {
+    if (!epb_exposed) {
+      continue;
+    }
+    const std::string file = base + "/power/energy_perf_bias";
+    if (auto e = root.read_value(file)) {
       ++epb[*e];
+    } else if (!root.exists(file)) {
+      epb_exposed = false;
     }
   }
   Finding g{"cpu:governor",
@@ -138,9 +168,8 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
     e.severity = Severity::warning;
     e.fix = "x86_energy_perf_policy performance  (or: echo 0 > /sys/devices/system/cpu/cpu*/power/energy_perf_bias)";
   }
-  if (epb_asked != list.size()) {
-    e.current += " (" + std::to_string(list.size() - epb_asked) +
-                 " feeder or isolated CPUs not read: reading it interrupts the CPU)";
+  if (epb_quiet != 0) {
+    e.current += " (" + std::to_string(epb_quiet) + " feeder or isolated CPUs not read: reading it interrupts the CPU)";
   }
   out.push_back(std::move(e));
 }
