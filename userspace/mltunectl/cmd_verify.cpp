@@ -56,6 +56,8 @@ void verify(Context &ctx, const std::string &name) {
     domains.push_back({{"domain", dc.domain}, {"state", dc.state}, {"checked", dc.checked}, {"note", dc.note}});
     if (dc.state == "unchecked") {
       unchecked += "; " + dc.domain + " not checked: " + dc.note;
+    } else if (dc.domain == "knobs" && !dc.note.empty()) {
+      unchecked += "; " + dc.note;
     }
   }
   if (ctx.json) {

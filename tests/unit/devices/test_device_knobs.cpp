@@ -4,6 +4,7 @@
 
 #include "fake_sysroot.hpp"
 #include "mltune/compare.hpp"
+#include "mltune/node.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/switch.hpp"
 
@@ -96,6 +97,54 @@ TEST(DeviceKnobs, SwitchAndBaseline) {
   EXPECT_TRUE(std::none_of(st.begin(), st.end(), [](const KnobStatus &s) { return s.counts(); }));
   ASSERT_TRUE(restore_baseline_direct(fake.root()));
   EXPECT_EQ(fake.snapshot(), before);
+}
+
+// The kernel reads energy_perf_bias and a HWP/CPPC
+// energy_performance_preference on the CPU itself (an IPI): verify leaves
+// them unread on feeder cores and boot-isolated CPUs and says so; the
+// switch and a plain compare() read every one.
+TEST(DeviceKnobs, VerifySparesFeederAndIsolatedCpus) {
+  const FakeSysroot fake;
+  auto p = ProfileLoader().load("inference");
+  ASSERT_TRUE(p);
+  auto node = profile_for_node(*p, fake.root());
+  ASSERT_TRUE(node);
+  for (const auto &k : node->knobs) {
+    SCOPED_TRACE(k.key);
+    const bool msr = k.key.ends_with("/energy_perf_bias") || k.key.ends_with("/energy_performance_preference");
+    EXPECT_EQ(k.read_on_cpu >= 0, msr);
+  }
+  ASSERT_TRUE(switch_direct(*node, fake.root()));
+  fake.set("/sys/kernel/mltune/feeder/cpus", "1\n");
+  fake.set("/sys/devices/system/cpu/cpu1/power/energy_perf_bias", "6"); // drift on the feeder core: not read
+  fake.set("/sys/devices/system/cpu/cpufreq/policy1/energy_performance_preference", "power");
+  auto c = check_node(*p, fake.root());
+  ASSERT_TRUE(c) << c.error().message;
+  const auto knobs =
+      std::find_if(c->domains.begin(), c->domains.end(), [](const auto &d) { return d.domain == "knobs"; });
+  ASSERT_NE(knobs, c->domains.end());
+  EXPECT_EQ(knobs->state, "match");
+  EXPECT_EQ(knobs->checked, node->knobs.size() - 2);
+  EXPECT_EQ(knobs->note, "2 knob(s) not read on feeder or isolated CPUs 1 (energy_perf_bias, "
+                         "energy_performance_preference: reading them interrupts the CPU)");
+  EXPECT_TRUE(
+      std::none_of(c->differences.begin(), c->differences.end(), [](const auto &d) { return d.domain == "knobs"; }));
+  // Without CPUs to spare, all are read: the drift shows.
+  const auto all = compare(*node, fake.root());
+  EXPECT_EQ(std::count_if(all.begin(), all.end(), [](const KnobStatus &s) { return s.counts(); }), 2);
+  // A CPU isolated at boot is spared too; a drift elsewhere still shows.
+  fake.set("/sys/kernel/mltune/feeder/cpus", "\n");
+  fake.set("/sys/devices/system/cpu/nohz_full", "1\n");
+  fake.set("/sys/devices/system/cpu/cpu0/power/energy_perf_bias", "6");
+  c = check_node(*p, fake.root());
+  ASSERT_TRUE(c);
+  std::vector<std::string> differs;
+  for (const auto &d : c->differences) {
+    if (d.domain == "knobs") {
+      differs.push_back(d.key);
+    }
+  }
+  EXPECT_EQ(differs, std::vector<std::string>{"devices/system/cpu/cpu0/power/energy_perf_bias"});
 }
 
 TEST(DeviceKnobs, BadInputNamesFileAndLine) {

@@ -1,6 +1,7 @@
 // Comparing a node (through a Sysroot) with a profile, and profiles with each other.
 #pragma once
 
+#include "mltune/cpulist.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/sysroot.hpp"
 
@@ -14,6 +15,7 @@ enum class KnobState {
   differs,    // it does not
   missing,    // the knob's file does not exist on this node
   unreadable, // exists but could not be read
+  not_read,   // left unread: reading it interrupts a CPU compare() was asked to spare
 };
 std::string_view to_string(KnobState s);
 
@@ -24,11 +26,17 @@ struct KnobStatus {
   std::string error; // for unreadable
   // A difference that makes the node not match (required knob not matching).
   // Whether the node lacking or refusing the value is allowed (never a difference).
-  [[nodiscard]] bool allowed() const { return knob->optional || (knob->if_present && state == KnobState::missing); }
+  [[nodiscard]] bool allowed() const {
+    return knob->optional || state == KnobState::not_read || (knob->if_present && state == KnobState::missing);
+  }
   [[nodiscard]] bool counts() const { return state != KnobState::match && !allowed(); }
 };
 
-std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root);
+// `spare`: CPUs not to interrupt (quiet_cpus(): feeder cores, boot-isolated
+// CPUs); a knob read on one of them (Knob::read_on_cpu) is not read and is
+// KnobState::not_read.  A switch reads everything; verify, metrics and
+// conformance, which run again and again, spare them.
+std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root, const CpuSet *spare = nullptr);
 // True when the value read from the node equals the wanted value exactly.
 bool values_equal(std::string_view current, std::string_view wanted);
 

@@ -37,6 +37,10 @@ struct Knob {
   std::string reason;
   std::string origin;           // "training.toml:7" - where the effective value came from
   KnobCmp cmp = KnobCmp::exact; // with at_least / at_most, `value` is the bound
+  // The CPU whose model-specific register the kernel reads to show the file
+  // (energy_perf_bias of cpuN, a HWP or CPPC energy_performance_preference
+  // of policyN: rdmsrl_on_cpu(), an IPI there); -1 for every other file.
+  int read_on_cpu = -1;
 
   // Absolute node path: /proc/sys/vm/swappiness, /sys/kernel/mm/...
   [[nodiscard]] std::string path() const;

@@ -229,6 +229,11 @@ void expand_cpu(const Profile &p, const Sysroot &root, DeviceKnobs &out) {
         const std::string key = base + "/cpufreq/" + pol + "/" + file;
         if (root.exists("/sys/" + key)) {
           out.knobs.push_back(device_knob(key, s.value, s, "[cpu]"));
+          // intel_pstate (HWP) and amd-pstate (CPPC MSR) read the register
+          // on the policy's CPU, the N of policyN (its first CPU when made).
+          if (file == "energy_performance_preference") {
+            out.knobs.back().read_on_cpu = parse_int<int>(std::string_view(pol).substr(6)).value_or(-1);
+          }
         }
       }
     } else if (s.key == "boost") {
@@ -240,6 +245,7 @@ void expand_cpu(const Profile &p, const Sysroot &root, DeviceKnobs &out) {
         const std::string key = base + "/" + c + "/power/energy_perf_bias";
         if (root.exists("/sys/" + key)) {
           out.knobs.push_back(device_knob(key, s.value, s, "[cpu]"));
+          out.knobs.back().read_on_cpu = parse_int<int>(std::string_view(c).substr(3)).value_or(-1); // "cpuN"
         }
       }
     } else if (s.key == "idle_max_latency_us") {

@@ -15,6 +15,7 @@ std::string_view to_string(KnobState s) {
   case KnobState::differs: return "differs";
   case KnobState::missing: return "missing";
   case KnobState::unreadable: return "unreadable";
+  case KnobState::not_read: return "not-read";
   }
   return "?";
 }
@@ -23,11 +24,18 @@ bool values_equal(std::string_view current, std::string_view wanted) {
   return normalize_value(current) == normalize_value(wanted);
 }
 
-std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root) {
+std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root, const CpuSet *spare) {
   std::vector<KnobStatus> out;
   out.reserve(profile.knobs.size());
   for (const auto &k : profile.knobs) {
     KnobStatus st{&k, {}, KnobState::match, {}};
+    if (spare != nullptr && k.read_on_cpu >= 0 && static_cast<unsigned>(k.read_on_cpu) < k_max_cpus &&
+        spare->test(static_cast<unsigned>(k.read_on_cpu))) {
+      st.state = KnobState::not_read;
+      st.error = "not read: reading it interrupts CPU " + std::to_string(k.read_on_cpu) + " (a feeder or isolated CPU)";
+      out.push_back(std::move(st));
+      continue;
+    }
     auto cur = root.read_value(k.path());
     if (!cur) {
       st.state = cur.error().sys_errno == ENOENT ? KnobState::missing : KnobState::unreadable;

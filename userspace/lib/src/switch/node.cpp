@@ -8,6 +8,7 @@
 #include "mltune/compare.hpp"
 #include "mltune/config.hpp"
 #include "mltune/device_knobs.hpp"
+#include "mltune/feeder.hpp"
 #include "mltune/parse.hpp"
 #include "mltune/persist.hpp"
 #include "mltune/pool.hpp"
@@ -136,12 +137,25 @@ DomainCheck check_modules(const Profile &profile, const Sysroot &root, ModuleLoa
   return dc;
 }
 
+// Files whose reading interrupts a feeder core or boot-isolated CPU
+// (energy_perf_bias, energy_performance_preference) are not read: verify,
+// metrics and conformance run again and again; the switch wrote them and
+// read them back. The note says how many were left out.
 DomainCheck check_knobs(const Profile &profile, const Sysroot &root, std::vector<NodeDifference> &out) {
   DomainCheck dc{"knobs", "match", profile.knobs.size(), {}};
   if (profile.knobs.empty()) {
     dc.state = "not-applicable";
   }
-  for (const auto &st : compare(profile, root)) {
+  const bool any_on_cpu =
+      std::any_of(profile.knobs.begin(), profile.knobs.end(), [](const Knob &k) { return k.read_on_cpu >= 0; });
+  const CpuSet spare = any_on_cpu ? quiet_cpus(root) : CpuSet{};
+  CpuSet spared;
+  for (const auto &st : compare(profile, root, &spare)) {
+    if (st.state == KnobState::not_read) {
+      --dc.checked;
+      spared.set(static_cast<unsigned>(st.knob->read_on_cpu));
+      continue;
+    }
     if (st.state == KnobState::match) {
       continue;
     }
@@ -150,6 +164,10 @@ DomainCheck check_knobs(const Profile &profile, const Sysroot &root, std::vector
     if (st.counts()) {
       dc.state = "differs";
     }
+  }
+  if (!spared.empty()) {
+    dc.note = std::to_string(profile.knobs.size() - dc.checked) + " knob(s) not read on feeder or isolated CPUs " +
+              spared.str() + " (energy_perf_bias, energy_performance_preference: reading them interrupts the CPU)";
   }
   return dc;
 }
