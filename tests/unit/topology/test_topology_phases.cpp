@@ -58,6 +58,15 @@ TEST(TopologyPhases, CpuModel) {
   read_cpu_model(fc.root(), none);
   EXPECT_TRUE(none.cpu_vendor.empty());
   EXPECT_TRUE(none.warnings.empty());
+  // Only the first processor's lines are read (the kernel makes the file as
+  // far as it is read): a field past the first 4 KiB is not seen.
+  std::string info = "processor\t: 0\nvendor_id\t: GenuineIntel\n";
+  info += "flags\t\t: " + std::string(5000, 'x') + "\nmodel name\t: late\n";
+  fc.set("/proc/cpuinfo", info);
+  Topology head;
+  read_cpu_model(fc.root(), head);
+  EXPECT_EQ(head.cpu_vendor, "GenuineIntel");
+  EXPECT_EQ(head.cpu_model, "");
 }
 
 TEST(TopologyPhases, CpuTopologyHasEveryOnlineCpu) {

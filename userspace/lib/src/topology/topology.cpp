@@ -6,10 +6,13 @@
 #include "topology/topology_phases.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <unistd.h>
 #include <unordered_map>
 
 namespace mltune {
@@ -249,12 +252,33 @@ Status read_online_cpus(const Sysroot &root, Topology &t) {
   return {};
 }
 
-void read_cpu_model(const Sysroot &root, Topology &t) {
-  auto info = root.read("/proc/cpuinfo");
-  if (!info) {
-    return;
+namespace {
+
+// The first processor's lines of /proc/cpuinfo: one read of at most 4 KiB.
+// The whole file is over a megabyte on a 1024-CPU node, and the kernel makes
+// it one CPU at a time, only as far as it is read (a read returns whole
+// CPUs' blocks where they fit, CPU 0's at least); kernels before the 2022
+// rework of x86's aperfmperf.c (Debian 11's 5.10 among them) sample each
+// busy CPU's frequency for it through an IPI, feeder cores included.
+std::string cpuinfo_head(const Sysroot &root) {
+  const UniqueFd fd = open_node(root, "/proc/cpuinfo", O_RDONLY);
+  if (!fd) {
+    return {};
   }
-  std::string_view s = *info;
+  std::string b(4096, '\0');
+  ssize_t n = 0;
+  do {
+    n = ::read(fd.get(), b.data(), b.size());
+  } while (n < 0 && errno == EINTR);
+  b.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return b;
+}
+
+} // namespace
+
+void read_cpu_model(const Sysroot &root, Topology &t) {
+  const std::string info = cpuinfo_head(root);
+  std::string_view s = info;
   auto field = [&](std::string_view key) -> std::string {
     const auto p = s.find(key);
     if (p == std::string_view::npos) {
