@@ -19,7 +19,7 @@ BASE_PKGS=(
 	ethtool iproute2 procps util-linux tuned jq strace rsync
 	debhelper dh-dkms dpkg-dev fakeroot lintian qemu-utils e2fsprogs
 	linux-perf prometheus
-	openssh-client ansible ansible-lint curl shellcheck groff-base
+	openssh-client ansible ansible-lint curl shellcheck groff-base python3-docutils
 )
 BACKPORTS_PKGS=(libbpf-dev bpftool)
 
