@@ -44,7 +44,8 @@ measure() {
 	echo "ILB $1 | $((b2 - a2)) | $((b3 - a3)) | $fn"
 }
 cg=/sys/fs/cgroup/mltune-feeder
-for i in 1 2 3 4 5 6; do (while :; do :; done) & done
+busy=
+for i in 1 2 3 4 5 6; do (while :; do :; done) & busy="$busy $!"; done
 mltunectl feeder on --cpus 2-3 --mechanism cpuset >/dev/null || { echo "ILB_FAIL feeder on"; exit 1; }
 sleep 2
 measure root
@@ -52,15 +53,18 @@ echo isolated >$cg/cpuset.cpus.partition || { echo "ILB_FAIL isolated partition"
 sleep 1
 measure isolated
 echo root >$cg/cpuset.cpus.partition
+spin=
 for c in 2 3; do
 	sh -c "echo \$\$ > $cg/cgroup.procs; exec taskset -c $c sh -c 'while :; do :; done'" &
+	spin="$spin $!"
 done
 sleep 1
 echo isolated >$cg/cpuset.cpus.partition
-pkill -f "taskset -c [23]"; kill $(jobs -p) 2>/dev/null
+kill $spin
 sleep 1
 measure "isolated, made busy"
 echo root >$cg/cpuset.cpus.partition
+kill $busy
 mltunectl feeder off >/dev/null && echo ILB_DONE
 EOF
 rc=0
