@@ -142,7 +142,8 @@ TEST_F(Audit, CpuFindingsReadOnlyWhatCanExist) {
   EXPECT_EQ(find(audit(training, root), "cpu:energy_perf_bias").current, "6 on 1/1 CPUs");
 
   fake.set("/sys/devices/system/cpu/online", "0-1\n");
-  const auto &e = find(audit(training, root), "cpu:energy_perf_bias");
+  const auto after = audit(training, root);
+  const auto &e = find(after, "cpu:energy_perf_bias");
   EXPECT_EQ(e.current, "not exposed");
   EXPECT_EQ(e.severity, Severity::info);
 }
