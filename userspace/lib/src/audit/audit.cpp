@@ -13,7 +13,6 @@
 #include <charconv>
 #include <fcntl.h>
 #include <map>
-#include <optional>
 #include <unistd.h>
 
 namespace mltune {
@@ -95,12 +94,7 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
   // The kernel reads energy_perf_bias on the CPU itself (an IPI): feeder and
   // isolated CPUs are not asked.
   const CpuSet quiet = quiet_cpus(root);
-  std::optional<CpuSet> online;
-  if (auto v = root.read("/sys/devices/system/cpu/online")) {
-    if (auto c = parse_cpuset(*v)) {
-      online = *c;
-    }
-  }
+  const auto online = online_cpus(root); // unreadable: every CPU counts as online
   // Without a cpufreq driver there is no policy, and no CPU has a governor
   // (a VM, most often): one directory read instead of a file per CPU.
   const auto policies = root.list_dir("/sys/devices/system/cpu/cpufreq");
