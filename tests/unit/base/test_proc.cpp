@@ -66,6 +66,30 @@ TEST(ProcStat, ShortOrMalformedLines) {
   EXPECT_FALSE(s->field<unsigned>(2).has_value());                  // comm is not a numbered field here
 }
 
+// /proc/interrupts with an offline CPU (no column), a row of one count
+// (ERR), an IRQ row with its description, and a row cut short.
+TEST(ProcCounters, ColumnsRowsAndCounts) {
+  const std::string text = "           CPU0       CPU1       CPU3\n"
+                           "  24:         10          0          5  IR-PCI-MSIX-0000:00:03.0    0-edge      eth0-rx-0\n"
+                           " LOC:     123456      65432      99999   Local timer interrupts\n"
+                           " CAL:          7          8\n"
+                           " ERR:          0\n";
+  const auto t = proc::parse_counters(text, "/proc/interrupts");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(t->cpus, (std::vector<unsigned>{0, 1, 3}));
+  ASSERT_EQ(t->rows.size(), 2U) << "CAL (short) and ERR (one count) are left out";
+  EXPECT_EQ(t->count("LOC", 3), 99999U);
+  EXPECT_EQ(t->count("24", 0), 10U);
+  EXPECT_FALSE(t->count("LOC", 2)) << "no column for offline CPU 2";
+  EXPECT_FALSE(t->count("CAL", 0));
+  ASSERT_NE(t->row("24"), nullptr);
+  EXPECT_EQ(t->row("24")->desc.back(), "eth0-rx-0");
+  const auto bad = proc::parse_counters("LOC: 1 2\n", "/proc/interrupts");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "/proc/interrupts: no CPU columns in its first line 'LOC: 1 2'");
+  EXPECT_FALSE(proc::parse_counters("", "/proc/softirqs"));
+}
+
 TEST(ProcStat, PidsSkipsNonNumericNames) {
   EXPECT_EQ(proc::pids({"self", "12", "3", "net", "0", "-1", "99999999999"}), (std::vector<int>{3, 12}));
 }

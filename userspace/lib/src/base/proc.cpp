@@ -38,6 +38,63 @@ std::optional<Stat> parse_stat(std::string_view text) {
   return s;
 }
 
+const CounterRow *CounterTable::row(std::string_view label) const {
+  const auto it = std::find_if(rows.begin(), rows.end(), [&](const CounterRow &r) { return r.label == label; });
+  return it == rows.end() ? nullptr : &*it;
+}
+
+std::optional<std::uint64_t> CounterTable::count(std::string_view label, unsigned cpu) const {
+  const auto *r = row(label);
+  const auto col = std::find(cpus.begin(), cpus.end(), cpu);
+  if (r == nullptr || col == cpus.end()) {
+    return std::nullopt;
+  }
+  return r->counts[static_cast<size_t>(col - cpus.begin())];
+}
+
+Result<CounterTable> parse_counters(std::string_view text, std::string_view what) {
+  const auto lines = split_lines(text);
+  CounterTable t;
+  if (!lines.empty()) {
+    for (const auto w : split_words(lines[0])) {
+      if (w.starts_with("CPU")) {
+        if (auto c = parse_int<unsigned>(w.substr(3))) {
+          t.cpus.push_back(*c);
+        }
+      }
+    }
+  }
+  if (t.cpus.empty()) {
+    return failure(std::string(what) + ": no CPU columns in its first line '" +
+                   std::string(lines.empty() ? std::string_view() : lines[0]) + "'");
+  }
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const auto colon = lines[i].find(':');
+    if (colon == std::string_view::npos) {
+      continue;
+    }
+    const auto words = split_words(lines[i].substr(colon + 1));
+    if (words.size() < t.cpus.size()) {
+      continue;
+    }
+    CounterRow r;
+    r.label = trim(lines[i].substr(0, colon));
+    for (size_t c = 0; c < t.cpus.size(); ++c) {
+      auto v = parse_int<std::uint64_t>(words[c]);
+      if (!v) {
+        break;
+      }
+      r.counts.push_back(*v);
+    }
+    if (r.counts.size() != t.cpus.size()) {
+      continue;
+    }
+    r.desc.assign(words.begin() + static_cast<std::ptrdiff_t>(t.cpus.size()), words.end());
+    t.rows.push_back(std::move(r));
+  }
+  return t;
+}
+
 std::vector<int> pids(const std::vector<std::string> &names) {
   std::vector<int> out;
   for (const auto &n : names) {

@@ -1,5 +1,7 @@
 // /proc/PID/stat: the one parser of a task's stat line in libmltune (used by
-// the thread rules in sched/ and the kthread placement in feeder/).
+// the thread rules in sched/ and the kthread placement in feeder/), and the
+// one parser of /proc/interrupts and /proc/softirqs tables (the /proc noise
+// probe in noise/, the tick wait in feeder/).
 //
 // The line is "PID (COMM) STATE PPID ...": COMM may itself hold spaces and
 // parentheses, so it runs from the first '(' to the last ')'; the fields
@@ -9,6 +11,7 @@
 #include "mltune/parse.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -42,6 +45,26 @@ inline constexpr size_t k_stat_processor = 39; // CPU it last ran on
 // Task flags (include/linux/sched.h).
 inline constexpr unsigned k_pf_kthread = 0x00200000;
 inline constexpr unsigned k_pf_no_setaffinity = 0x04000000;
+
+// A per-CPU counter table (/proc/interrupts, /proc/softirqs): a header of
+// CPU columns ("CPU0 CPU1 CPU3", offline CPUs left out), then one row per
+// counter, "LABEL: COUNT... [DESCRIPTION...]".  Views into the parsed text.
+struct CounterRow {
+  std::string_view label;             // "LOC", "CAL", "24", "TIMER"
+  std::vector<std::uint64_t> counts;  // one per column of CounterTable::cpus
+  std::vector<std::string_view> desc; // the words after the counts
+};
+struct CounterTable {
+  std::vector<unsigned> cpus; // the CPU of each column
+  std::vector<CounterRow> rows;
+  // The row labelled `label`; nullptr when absent.
+  [[nodiscard]] const CounterRow *row(std::string_view label) const;
+  // The count of `label` on CPU `cpu`; nullopt when either is absent.
+  [[nodiscard]] std::optional<std::uint64_t> count(std::string_view label, unsigned cpu) const;
+};
+// Rows with fewer counts than columns (ERR:, MIS: hold one for all CPUs) are
+// left out.  `what` names the file in errors: no header with CPU columns.
+Result<CounterTable> parse_counters(std::string_view text, std::string_view what);
 
 // The numeric names in a /proc or /proc/PID/task listing, ascending.
 std::vector<int> pids(const std::vector<std::string> &names);

@@ -18,19 +18,6 @@ namespace mltune {
 
 namespace {
 
-// "CPU0 CPU1 CPU3": the CPU of each column.
-std::vector<unsigned> header_cpus(std::string_view line) {
-  std::vector<unsigned> cpus;
-  for (auto t : split_words(line)) {
-    if (t.starts_with("CPU")) {
-      if (auto c = parse_int<unsigned>(t.substr(3))) {
-        cpus.push_back(*c);
-      }
-    }
-  }
-  return cpus;
-}
-
 // The action names of a /proc/interrupts IRQ row, after its counts:
 // "IR-PCI-MSIX-0000:00:02.0   0-edge      eth0-rx-0" -> "eth0-rx-0".
 std::string irq_name(const std::vector<std::string_view> &desc) {
@@ -71,48 +58,23 @@ Status read_interrupts(const Sysroot &root, Snapshot &s) {
   if (!text) {
     return text.error();
   }
-  const auto lines = split_lines(*text);
-  if (lines.empty()) {
-    return failure("/proc/interrupts: empty");
+  auto table = proc::parse_counters(*text, "/proc/interrupts");
+  if (!table) {
+    return table.error();
   }
-  const auto cpus = header_cpus(lines[0]);
-  if (cpus.empty()) {
-    return failure("/proc/interrupts: no CPU columns in '" + std::string(lines[0]) + "'");
-  }
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const auto colon = lines[i].find(':');
-    if (colon == std::string_view::npos) {
-      continue;
-    }
-    const auto label = trim(lines[i].substr(0, colon));
-    const auto tok = split_words(lines[i].substr(colon + 1));
-    if (tok.size() < cpus.size()) {
-      continue; // ERR:, MIS: (one count for all CPUs)
-    }
-    std::vector<std::uint64_t> counts;
-    for (size_t c = 0; c < cpus.size(); ++c) {
-      auto v = parse_int<std::uint64_t>(tok[c]);
-      if (!v) {
-        break;
-      }
-      counts.push_back(*v);
-    }
-    if (counts.size() != cpus.size()) {
-      continue;
-    }
-    const std::vector<std::string_view> desc(tok.begin() + static_cast<std::ptrdiff_t>(cpus.size()), tok.end());
+  for (const auto &r : table->rows) {
     RawKind kind = RawKind::vector;
     std::uint64_t id = 0;
-    std::string name(label);
-    if (auto irq = parse_int<std::uint64_t>(label)) {
+    std::string name(r.label);
+    if (auto irq = parse_int<std::uint64_t>(r.label)) {
       kind = RawKind::irq;
       id = *irq;
-      name = irq_name(desc);
-    } else if (label == "LOC") {
+      name = irq_name(r.desc);
+    } else if (r.label == "LOC") {
       kind = RawKind::timer;
     }
-    for (size_t c = 0; c < cpus.size(); ++c) {
-      s.counts[{cpus[c], kind, id, name}] = counts[c];
+    for (size_t c = 0; c < table->cpus.size(); ++c) {
+      s.counts[{table->cpus[c], kind, id, name}] = r.counts[c];
     }
   }
   return {};
@@ -123,22 +85,13 @@ Status read_softirqs(const Sysroot &root, Snapshot &s) {
   if (!text) {
     return text.error();
   }
-  const auto lines = split_lines(*text);
-  const auto cpus = lines.empty() ? std::vector<unsigned>{} : header_cpus(lines[0]);
-  if (cpus.empty()) {
-    return failure("/proc/softirqs: no CPU columns");
+  auto table = proc::parse_counters(*text, "/proc/softirqs");
+  if (!table) {
+    return table.error();
   }
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const auto colon = lines[i].find(':');
-    if (colon == std::string_view::npos) {
-      continue;
-    }
-    const std::string name(trim(lines[i].substr(0, colon)));
-    const auto tok = split_words(lines[i].substr(colon + 1));
-    for (size_t c = 0; c < cpus.size() && c < tok.size(); ++c) {
-      if (auto v = parse_int<std::uint64_t>(tok[c])) {
-        s.counts[{cpus[c], RawKind::softirq, 0, name}] = *v;
-      }
+  for (const auto &r : table->rows) {
+    for (size_t c = 0; c < table->cpus.size(); ++c) {
+      s.counts[{table->cpus[c], RawKind::softirq, 0, std::string(r.label)}] = r.counts[c];
     }
   }
   return {};
