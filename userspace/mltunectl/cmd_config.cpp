@@ -33,6 +33,7 @@ nlohmann::json config_json(const NodeConfig &c) {
           {"user_quota", c.user_quota ? nlohmann::json(*c.user_quota) : nlohmann::json(nullptr)},
           {"feeder_cpus", c.feeder_cpus ? nlohmann::json(*c.feeder_cpus) : nlohmann::json(nullptr)},
           {"feeder_mechanism", c.feeder_mechanism},
+          {"feeder_partition", c.feeder_partition},
           {"module_allow", c.module_allow ? nlohmann::json(*c.module_allow) : nlohmann::json(nullptr)},
           {"module_allow_effective", c.module_allow ? *c.module_allow : default_module_allowlist()}};
 }
@@ -70,8 +71,13 @@ void run_show(Context &ctx, const ConfigArgs &a) {
     << (c->user_quota ? (*c->user_quota == 0 ? "none" : std::to_string(*c->user_quota) + " pages") : "(not managed)")
     << "\n";
   o << "feeder: "
-    << (c->feeder_cpus ? (c->feeder_cpus->empty() ? "off" : *c->feeder_cpus + " (" + c->feeder_mechanism + ")")
-                       : "(not managed)")
+    << (c->feeder_cpus
+            ? (c->feeder_cpus->empty()
+                   ? "off"
+                   : *c->feeder_cpus + " (" + c->feeder_mechanism +
+                         (c->feeder_partition == "root" ? std::string() : ", " + c->feeder_partition + " partition") +
+                         ")")
+            : "(not managed)")
     << "\n";
   const ModuleAllowlist allow{c->module_allow ? *c->module_allow : default_module_allowlist(), ""};
   o << "modules allowed: " << allow.listed() << (c->module_allow ? "" : " (default: the built-in profiles' modules)")
@@ -187,7 +193,9 @@ void register_config(CLI::App &app, Context &ctx) {
   };
   auto *show = cmd->add_subcommand("show", "Print the configuration as mltune.service reads it");
   file(show);
-  add_field_option(show, a->field, {"source", "profile", "watcher", "user_quota", "feeder_cpus", "feeder_mechanism"});
+  add_field_option(
+      show, a->field,
+      {"source", "profile", "watcher", "user_quota", "feeder_cpus", "feeder_mechanism", "feeder_partition"});
   show->callback([&ctx, a] { run_show(ctx, *a); });
   auto *check = cmd->add_subcommand("check", "Validate the configuration and its profile, and its feeder CPUs and pool "
                                              "nodes against this node (exit 2 on an error)");

@@ -14,6 +14,7 @@ namespace {
 struct FeederArgs {
   std::string cpus = "feeder";
   std::string mechanism = "auto";
+  std::string partition = "root";
   std::vector<std::string> cmd;
   double noise = 0;    // status --noise S: count for S seconds
   double budget = 100; // interruptions per second and feeder core
@@ -31,7 +32,9 @@ nlohmann::json state_json(const FeederState &s) {
           {"kthreads_moved", s.kthreads.size()},
           {"threads_recorded", s.threads.size()},
           {"dl_threads_reported", s.dl_reported},
-          {"cpuset_note", s.cpuset_note}};
+          {"cpuset_note", s.cpuset_note},
+          {"partition_type", s.partition},
+          {"partition_note", s.partition_note}};
 }
 
 // status --noise: each feeder core's foreign interruptions per second
@@ -97,6 +100,7 @@ void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise
                       {"rt_foreign", st.stats.rt_foreign},
                       {"dl_foreign", st.stats.dl_foreign}};
     j["partition"] = st.partition;
+    j["kernel_isolated"] = st.kernel_isolated;
     if (noise != nullptr) {
       j["noise"] = noise_budget_json(*noise, budget);
     }
@@ -124,6 +128,12 @@ void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise
     }
     if (!st.partition.empty()) {
       o << "partition: " << st.partition << "\n";
+    }
+    if (!st.state.partition_note.empty()) {
+      o << "  " << st.state.partition_note << "\n";
+    }
+    if (!st.kernel_isolated.empty() && st.state.mechanism == "cpuset") {
+      o << "kernel isolated CPUs (cpuset.cpus.isolated): " << st.kernel_isolated << "\n";
     }
     if (!st.state.cpuset_note.empty()) {
       o << "cpuset: " << st.state.cpuset_note << "\n";
@@ -203,6 +213,10 @@ void register_feeder(CLI::App &app, Context &ctx) {
   auto *on = f->add_subcommand("on", "Keep the feeder CPUs for the feeder cgroup (or change its CPUs)");
   on->add_option("--cpus", args->cpus, "cpulist or plan role (feeder, feeder:N)")->capture_default_str();
   on->add_option("--mechanism", args->mechanism, "auto, sched_ext or cpuset")->capture_default_str();
+  on->add_option("--partition", args->partition,
+                 "cpuset partition type: root (load balancing among the feeder CPUs) or isolated (none, and no "
+                 "idle load balancer kicks; place one thread per CPU)")
+      ->capture_default_str();
   on->callback([&ctx, args] {
     const Sysroot root = ctx.root();
     auto cpus = resolve_feeder_cpus(root, args->cpus);
@@ -211,15 +225,16 @@ void register_feeder(CLI::App &app, Context &ctx) {
       return;
     }
     if (ctx.dry_run) {
-      auto ch = choose_mechanism(root, read_boot_isolation(root), args->mechanism);
+      auto ch = choose_mechanism(root, read_boot_isolation(root), {args->mechanism, args->partition});
       if (!ch) {
         ctx.fail(ch.error());
         return;
       }
-      *ctx.out << "would keep CPUs " << cpus->first.str() << " with " << ch->mechanism << "\n";
+      *ctx.out << "would keep CPUs " << cpus->first.str() << " with " << ch->mechanism
+               << (ch->mechanism == "cpuset" && args->partition == "isolated" ? " (isolated partition)" : "") << "\n";
       return;
     }
-    auto s = feeder_on(root, cpus->first, cpus->second, args->mechanism);
+    auto s = feeder_on(root, cpus->first, cpus->second, {args->mechanism, args->partition});
     if (!s) {
       ctx.fail(s.error());
       return;
@@ -229,6 +244,9 @@ void register_feeder(CLI::App &app, Context &ctx) {
     } else {
       *ctx.out << "feeder on: CPUs " << s->cpus.str() << " with " << s->mechanism << ", housekeeping "
                << s->housekeeping.str() << "\n";
+      if (!s->partition_note.empty()) {
+        *ctx.out << "  " << s->partition_note << "\n";
+      }
     }
   });
 

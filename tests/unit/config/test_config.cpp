@@ -71,6 +71,9 @@ TEST(Config, ErrorsNameFileAndLine) {
   EXPECT_NE(error_of("[feeder]\ncpus = \"3-1\"\n").find("mltune.toml:2:"), std::string::npos);
   EXPECT_NE(error_of("[feeder]\ncpus = \"feeder:x\"\n").find("expected feeder:GPU_INDEX"), std::string::npos);
   EXPECT_NE(error_of("[feeder]\nmechanism = \"magic\"\n").find("mltune.toml:2: feeder.mechanism"), std::string::npos);
+  EXPECT_NE(error_of("[feeder]\npartition = \"shared\"\n")
+                .find(R"(mltune.toml:2: feeder.partition must be "root" or "isolated")"),
+            std::string::npos);
   EXPECT_NE(error_of("pool = 1\n").find("[pool] must be a table"), std::string::npos);
   EXPECT_NE(error_of("[modules]\nallow = \"tcp_bbr\"\n").find("mltune.toml:2: modules.allow must be a list"),
             std::string::npos);
@@ -107,7 +110,8 @@ TEST(Config, RenderParsesBackToTheSame) {
   c.pool = {{0, 16}, {3, 1}};
   c.user_quota = 0;
   c.feeder_cpus = "";
-  c.feeder_mechanism = "sched_ext";
+  c.feeder_mechanism = "cpuset";
+  c.feeder_partition = "isolated";
   const std::string text = render_config(c);
   EXPECT_TRUE(text.starts_with(k_config_marker));
   auto back = parse(text);
@@ -117,6 +121,7 @@ TEST(Config, RenderParsesBackToTheSame) {
   EXPECT_EQ(back->user_quota, c.user_quota);
   EXPECT_EQ(back->feeder_cpus, c.feeder_cpus);
   EXPECT_EQ(back->feeder_mechanism, c.feeder_mechanism);
+  EXPECT_EQ(back->feeder_partition, c.feeder_partition);
   EXPECT_FALSE(back->watcher);
   EXPECT_FALSE(back->module_allow);
   // persist keeps an allowlist it found.

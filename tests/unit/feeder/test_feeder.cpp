@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <gtest/gtest.h>
 #include <map>
+#include <optional>
 
 using namespace mltune;
 using mltune::test::FakeSysroot;
@@ -53,6 +54,19 @@ public:
   std::vector<FeederIntruder> threads(const std::string & /*feeder_cg*/) override { return users; }
   void start_watcher() override { ++watchers; }
   void kmsg(const std::string &line) override { log.push_back(line); }
+  // Runs fn, then answers as the kernel would: refuse_isolated makes an
+  // isolated partition read back invalid.
+  Status while_busy(const CpuSet &c, const std::string & /*cg*/, const std::function<Status()> &fn,
+                    std::string &note) override {
+    busy.push_back(c.str());
+    note = busy_note;
+    Status st = fn();
+    if (st && refuse_isolated) {
+      st = root->write_value("/sys/fs/cgroup/mltune-feeder/cpuset.cpus.partition",
+                             "isolated invalid (Cpu list in cpuset.cpus not exclusive)");
+    }
+    return st;
+  }
 
   void add(int pid, const std::string &comm, const std::string &aff, unsigned flags = k_pf_kthread) {
     tasks.push_back({pid, comm, flags});
@@ -69,6 +83,10 @@ public:
   int detaches = 0;
   int watchers = 0;
   std::vector<std::string> log;
+  std::vector<std::string> busy; // while_busy(cpus)
+  std::string busy_note;
+  bool refuse_isolated = false;
+  std::optional<Sysroot> root; // where the kernel's answers go
 };
 
 class Feeder : public ::testing::Test {
@@ -84,6 +102,7 @@ protected:
     os.add(11, "ksoftirqd/6", "6", k_pf_kthread | k_pf_no_setaffinity); // per-CPU, not settable
     os.add(12, "kworker/6:1", "6");                                     // one CPU: left to the kernel
     os.add(13, "kswapd0", "0-3");                                       // not on feeder CPUs: kept
+    os.root = fake.root();
   }
   [[nodiscard]] std::string cgfile(const std::string &f) const { return fake.get("/sys/fs/cgroup/mltune-feeder/" + f); }
   [[nodiscard]] bool state_exists() const { return std::filesystem::exists(fake.root().path(k_feeder_state)); }
@@ -93,7 +112,7 @@ protected:
 };
 
 TEST_F(Feeder, OnMovesMovableKthreadsAndMakesThePartition) {
-  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset");
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset"});
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->mechanism, "cpuset");
   EXPECT_EQ(s->housekeeping.str(), "0-5");
@@ -115,7 +134,7 @@ TEST_F(Feeder, OnMovesMovableKthreadsAndMakesThePartition) {
 }
 
 TEST_F(Feeder, OffRestoresExactlyWhatWasThere) {
-  ASSERT_TRUE(feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset"));
+  ASSERT_TRUE(feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset"}));
   os.calls.clear();
   ASSERT_TRUE(feeder_off(fake.root(), os));
   EXPECT_EQ(os.calls, (std::vector<std::pair<int, std::string>>{{10, "0-7"}}));
@@ -130,17 +149,17 @@ TEST_F(Feeder, OffRestoresExactlyWhatWasThere) {
 }
 
 TEST_F(Feeder, InputErrorsTouchNothing) {
-  auto s = feeder_on(fake.root(), os, cpus("8"), {}, "cpuset");
+  auto s = feeder_on(fake.root(), os, cpus("8"), {}, {"cpuset"});
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind, Errc::input);
-  s = feeder_on(fake.root(), os, cpus("0-7"), {}, "cpuset");
+  s = feeder_on(fake.root(), os, cpus("0-7"), {}, {"cpuset"});
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("no housekeeping CPU"), std::string::npos);
-  s = feeder_on(fake.root(), os, cpus("0,4"), {}, "cpuset"); // the boot CPU, as boot refuses it
+  s = feeder_on(fake.root(), os, cpus("0,4"), {}, {"cpuset"}); // the boot CPU, as boot refuses it
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind, Errc::input);
   EXPECT_NE(s.error().message.find("include CPU 0"), std::string::npos) << s.error().message;
-  s = feeder_on(fake.root(), os, cpus("6-7"), {}, "sched_ext"); // no /sys/kernel/sched_ext here
+  s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"sched_ext"}); // no /sys/kernel/sched_ext here
   ASSERT_FALSE(s);
   EXPECT_EQ(s.error().kind, Errc::input);
   EXPECT_TRUE(os.calls.empty());
@@ -152,7 +171,7 @@ TEST_F(Feeder, FailingPartitionRollsBack) {
   const auto prs = fake.root().path("/sys/fs/cgroup/mltune-feeder/cpuset.cpus.partition");
   std::filesystem::remove(prs);
   std::filesystem::create_directories(prs);
-  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset");
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset"});
   ASSERT_FALSE(s);
   EXPECT_NE(s.error().message.find("cpuset.cpus.partition"), std::string::npos) << s.error().message;
   EXPECT_EQ(os.calls, (std::vector<std::pair<int, std::string>>{{10, "0-5"}, {10, "0-7"}}));
@@ -163,14 +182,14 @@ TEST_F(Feeder, FailingPartitionRollsBack) {
 // 'feeder on' with other CPUs while on: kthreads follow the new CPUs, and
 // 'off' still restores the originals.
 TEST_F(Feeder, RuntimeCpuChangeFollowsAndOffRestores) {
-  ASSERT_TRUE(feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset"));
-  auto s = feeder_on(fake.root(), os, cpus("4-7"), {}, "auto");
+  ASSERT_TRUE(feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset"}));
+  auto s = feeder_on(fake.root(), os, cpus("4-7"), {}, {"auto"});
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->cpus.str(), "4-7");
   EXPECT_EQ(os.affinity[10].str(), "0-3");
   EXPECT_EQ(cgfile("cpuset.cpus"), "4-7");
   EXPECT_EQ(fake.get("/sys/devices/virtual/workqueue/cpumask"), "f");
-  auto again = feeder_on(fake.root(), os, cpus("4-7"), {}, "sched_ext");
+  auto again = feeder_on(fake.root(), os, cpus("4-7"), {}, {"sched_ext"});
   ASSERT_FALSE(again); // another mechanism while on
   EXPECT_EQ(again.error().kind, Errc::input);
   ASSERT_TRUE(feeder_off(fake.root(), os));
@@ -281,7 +300,7 @@ TEST_F(Feeder, CpusetKeepsNarrowedUserThreads) {
   os.affinity[202] = cpus("0-7"); // not narrowed
   os.affinity[203] = cpus("5-7");
   os.users = {{200, -1, 1, "rt"}, {201, -1, 0, "a"}, {202, -1, 0, "b"}, {203, -1, 0, "c"}};
-  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, "cpuset");
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset"});
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->threads, (std::vector<FeederThread>{{200, "2-7", "2-5"}, {201, "0-3", "0-3"}, {203, "5-7", "5"}}));
   EXPECT_EQ(os.affinity[200].str(), "2-5");
@@ -294,6 +313,83 @@ TEST_F(Feeder, CpusetKeepsNarrowedUserThreads) {
   EXPECT_EQ(os.affinity[200].str(), "2-7");
   EXPECT_EQ(os.affinity[201].str(), "0-3");
   EXPECT_EQ(os.affinity[203].str(), "1");
+}
+
+// --partition isolated: made while a loop holds each feeder CPU busy (so no
+// idle feeder CPU stays a target of the idle load balancer's kicks), said
+// in the state, and undone by off.
+TEST_F(Feeder, IsolatedPartitionIsMadeWhileTheFeederCpusAreBusy) {
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset", "isolated"});
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(os.busy, std::vector<std::string>{"6-7"});
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "isolated");
+  EXPECT_EQ(s->partition, "isolated");
+  EXPECT_NE(s->partition_note.find("no load balancing"), std::string::npos) << s->partition_note;
+  EXPECT_EQ(s->partition_note.find("not every feeder CPU"), std::string::npos) << s->partition_note;
+  EXPECT_EQ(os.affinity[10].str(), "0-5") << "kthreads moved as with a root partition";
+  auto st = feeder_status(fake.root());
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->state.partition, "isolated");
+  EXPECT_EQ(st->partition, "isolated");
+  // Another type while on: off first.
+  auto again = feeder_on(fake.root(), os, cpus("4-7"), {}, {"cpuset", "root"});
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind, Errc::input);
+  EXPECT_NE(again.error().message.find("feeder off"), std::string::npos) << again.error().message;
+  EXPECT_EQ(cgfile("cpuset.cpus"), "6-7");
+  // New CPUs, same type: made again, busy again.
+  s = feeder_on(fake.root(), os, cpus("5-7"), {}, {"auto", "isolated"});
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(os.busy, (std::vector<std::string>{"6-7", "5-7"}));
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "isolated");
+  ASSERT_TRUE(feeder_off(fake.root(), os));
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "member");
+  EXPECT_EQ(os.affinity[10].str(), "0-7");
+  EXPECT_FALSE(state_exists());
+}
+
+TEST_F(Feeder, RootPartitionNeedsNoBusyLoops) {
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset"});
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_TRUE(os.busy.empty());
+  EXPECT_EQ(s->partition, "root");
+  EXPECT_NE(s->partition_note.find("--partition isolated"), std::string::npos) << s->partition_note;
+}
+
+// A feeder CPU that could not be held busy is named in the state.
+TEST_F(Feeder, IsolatedPartitionSaysWhichCpusWereNotBusy) {
+  os.busy_note = "CPU 7: this process cannot run there (sched_setaffinity: Invalid argument)";
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"auto", "isolated"});
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->mechanism, "cpuset");
+  EXPECT_NE(s->partition_note.find(
+                "not every feeder CPU was held busy while it was made (CPU 7: this process cannot run there"),
+            std::string::npos)
+      << s->partition_note;
+}
+
+// The kernel refuses an isolated partition: a root one instead, and why.
+TEST_F(Feeder, RefusedIsolatedPartitionFallsBackToRoot) {
+  os.refuse_isolated = true;
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset", "isolated"});
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "root");
+  EXPECT_NE(s->partition_note.find("refused an isolated partition (isolated invalid (Cpu list"), std::string::npos)
+      << s->partition_note;
+  ASSERT_TRUE(feeder_off(fake.root(), os));
+  EXPECT_EQ(cgfile("cpuset.cpus.partition"), "member");
+}
+
+TEST_F(Feeder, PartitionRequestErrors) {
+  auto s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"cpuset", "shared"});
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().kind, Errc::input);
+  EXPECT_EQ(s.error().message, "partition must be root or isolated, not 'shared'");
+  s = feeder_on(fake.root(), os, cpus("6-7"), {}, {"sched_ext", "isolated"});
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.error().message.find("belongs to the cpuset mechanism"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(os.calls.empty());
+  EXPECT_FALSE(state_exists());
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 //   [feeder]
 //   cpus = "2-3,6-7"                # a cpulist or a plan role ("feeder", "feeder:N")
 //   mechanism = "auto"              # auto, sched_ext or cpuset
+//   partition = "root"              # cpuset partition type: root or isolated
 //   [modules]
 //   allow = ["tcp_bbr"]             # the kernel modules profiles may load (absent: those
 //                                   # of the built-in profiles; ModuleAllowlist, node_steps.hpp)
@@ -46,6 +47,7 @@ struct NodeConfig {
   std::optional<std::uint64_t> user_quota;              // pages, 0 = no limit
   std::optional<std::string> feeder_cpus;               // cpulist or plan role, "" = feeder off
   std::string feeder_mechanism = "auto";                // auto, sched_ext, cpuset
+  std::string feeder_partition = "root";                // root, isolated
   std::optional<std::vector<std::string>> module_allow; // [modules] allow; absent: the built-in default
   std::string module_allow_origin;                      // "mltune.toml:12", where allow was read
 

@@ -6,10 +6,13 @@
 //   sched_ext - the project's BPF scheduler (bpf/), pinned in bpffs so it
 //               outlives the CLI; needs CONFIG_SCHED_CLASS_EXT, a build with
 //               the BPF toolchain, and no isolcpus= domain isolation;
-//   cpuset    - a cgroup v2 cpuset `root` partition on the feeder CPUs
-//               (`isolated` where they include isolcpus= CPUs; where the
-//               kernel refuses that and all of them are boot-isolated,
-//               cpuset.cpus alone, see FeederState::cpuset_note).
+//   cpuset    - a cgroup v2 cpuset partition on the feeder CPUs: `root`
+//               (the scheduler balances load among them), or `isolated`
+//               when asked for (FeederRequest::partition: no scheduling
+//               domain, so neither load balancing nor the idle load
+//               balancer's kicks) and where they include isolcpus= CPUs;
+//               where the kernel refuses that and all of them are
+//               boot-isolated, cpuset.cpus alone (FeederState::cpuset_note).
 // Both move movable kthreads (rcuo* included) and the unbound workqueue
 // cpumask to housekeeping CPUs and steer IRQs off the feeder CPUs; feeder_off()
 // restores exactly what was there.  The state lives in /run/mltune/feeder.json.
@@ -23,6 +26,7 @@
 #include "mltune/sysroot.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,16 +47,24 @@ struct BootIsolation {
 };
 BootIsolation read_boot_isolation(const Sysroot &root);
 
+// What 'feeder on' is asked for: the mechanism ("auto", "sched_ext" or
+// "cpuset") and the cpuset partition type ("root" or "isolated"; an
+// isolated partition asks for the cpuset mechanism).
+struct FeederRequest {
+  std::string mechanism = "auto";
+  std::string partition = "root";
+};
+
 struct MechanismChoice {
   std::string mechanism; // "sched_ext" or "cpuset"
   bool sched_ext_usable = false;
   std::string sched_ext_refused;    // why not, when not usable
   std::vector<std::string> reasons; // every decision, in order
 };
-// `want`: "auto", "sched_ext" or "cpuset"; Errc::input when sched_ext is
-// demanded but refused (the error says why).
+// Errc::input when sched_ext is demanded but refused (the error says why),
+// or a value of `want` is not one of those above.
 Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolation &boot,
-                                         const std::string &want = "auto");
+                                         const FeederRequest &want = {});
 
 struct FeederScxStats {
   std::uint64_t foreign = 0, stray = 0, forced = 0, preempted = 0;
@@ -91,6 +103,10 @@ struct FeederState {
   std::string fallback;                                   // sched_ext ejection: exit reason, "" otherwise
   bool cpuset_enabled_by_us = false;
   std::string cpuset_note; // cpuset without a partition: why ("" with one)
+  std::string partition;   // cpuset: the type asked for ("root", "isolated")
+  // cpuset: the partition made and what it does (the isolated one: whether
+  // every feeder CPU was held busy while it was made, see make_partition()).
+  std::string partition_note;
 };
 
 struct FeederStatus {
@@ -103,6 +119,10 @@ struct FeederStatus {
   bool scx_built = false;    // this build has the BPF scheduler
   FeederScxStats stats;      // valid when scx_attached
   std::string partition;     // cpuset.cpus.partition of the cgroup
+  // cpuset.cpus.isolated of the root cgroup: the CPUs of every isolated
+  // partition, which the kernel keeps unbound workqueues off (and, since
+  // 7.0, the domain housekeeping set); "" where the kernel has no such file.
+  std::string kernel_isolated;
 };
 
 // A kernel thread as /proc/PID/stat shows it.
@@ -150,6 +170,11 @@ public:
   virtual void start_watcher() = 0;
   // A warning line for the kernel log (and stderr).
   virtual void kmsg(const std::string &line) = 0;
+  // Runs `fn` while a process of cgroup `cg` holds each CPU of `cpus` busy,
+  // each having taken a timer tick busy (feeder/busy.hpp); `note` names the
+  // CPUs that were not.
+  [[nodiscard]] virtual Status while_busy(const CpuSet &cpus, const std::string &cg, const std::function<Status()> &fn,
+                                          std::string &note) = 0;
 };
 
 // The live one; kthreads() and start_watcher() do nothing unless `root` is
@@ -194,12 +219,12 @@ Result<FeederState> feeder_recorded(const Sysroot &root);
 // either mechanism: IRQs, kthreads and the workqueue mask follow the new CPUs
 // (released to the recorded originals first, so feeder_off() stays exact);
 // sched_ext rewrites the scheduler's map in place (no reload), cpuset makes
-// the partition again on the new CPUs.  Asking for another mechanism while on
-// is an input error.
+// the partition again on the new CPUs.  Asking for another mechanism or
+// partition type while on is an input error.
 Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
-                              const std::string &want = "auto");
+                              const FeederRequest &want = {});
 Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &cpus, const CpuSet &housekeeping,
-                              const std::string &want = "auto");
+                              const FeederRequest &want = {});
 Status feeder_off(const Sysroot &root);
 Status feeder_off(const Sysroot &root, FeederOs &os);
 // Ejection check: switches to the cpuset fallback when the scheduler is gone.

@@ -210,7 +210,7 @@ private:
 // rollback() brings the recorded state back; baseline() is feeder_off().
 class FeederStep final : public Step {
 public:
-  FeederStep(const Sysroot &root, std::string cpus, std::string mechanism, FeederOs *os = nullptr);
+  FeederStep(const Sysroot &root, std::string cpus, FeederRequest request, FeederOs *os = nullptr);
   [[nodiscard]] std::string_view name() const override { return "feeder"; }
   Status plan() override;
   Status apply() override;
@@ -227,7 +227,7 @@ private:
 
   const Sysroot &root_;
   std::string spec_;
-  std::string mechanism_;
+  FeederRequest request_;
   FeederOs *os_;
   std::unique_ptr<FeederOs> live_os_;
   CpuSet cpus_;

@@ -153,7 +153,7 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
   KnobStep knobs(prof, root, backend);
   NicStep nic(prof, root);
   PoolStep pool(root, cfg.pool, cfg.user_quota);
-  FeederStep feeder(root, cfg.feeder_cpus.value_or(""), cfg.feeder_mechanism);
+  FeederStep feeder(root, cfg.feeder_cpus.value_or(""), {cfg.feeder_mechanism, cfg.feeder_partition});
   std::vector<Step *> steps;
   if (profile) {
     // The profile's modules before its knobs (the bbr knob needs tcp_bbr).

@@ -109,8 +109,14 @@ Status parse_feeder(const toml::table &t, const std::string &display, NodeConfig
         return input_error(w + R"(: feeder.mechanism must be "auto", "sched_ext" or "cpuset")");
       }
       cfg.feeder_mechanism = s->get();
+    } else if (k == "partition") {
+      if (s == nullptr || (s->get() != "root" && s->get() != "isolated")) {
+        return input_error(w + R"(: feeder.partition must be "root" or "isolated")");
+      }
+      cfg.feeder_partition = s->get();
     } else {
-      return input_error(w + ": unknown key 'feeder." + std::string(k.str()) + "' (expected cpus, mechanism)");
+      return input_error(w + ": unknown key 'feeder." + std::string(k.str()) +
+                         "' (expected cpus, mechanism, partition)");
     }
   }
   return {};
@@ -242,6 +248,10 @@ std::string render_config(const NodeConfig &cfg) {
     s += "\n[feeder]\n# GPU-feeder cores: a cpulist, \"feeder\" or \"feeder:N\" (the CPU plan), \"\" for off.\n"
          "cpus = " +
          toml_string(*cfg.feeder_cpus) + "\nmechanism = " + toml_string(cfg.feeder_mechanism) + "\n";
+    if (cfg.feeder_partition != "root") {
+      s += "# The cpuset partition type: root (load balancing among the feeder cores) or isolated.\npartition = " +
+           toml_string(cfg.feeder_partition) + "\n";
+    }
   }
   if (cfg.module_allow) {
     s += "\n[modules]\n# The kernel modules profiles may load (without this key: those of the built-in profiles).\n"

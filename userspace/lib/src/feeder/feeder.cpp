@@ -10,6 +10,7 @@
 #include "base/state_file.hpp"
 #include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
+#include "feeder/busy.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
 
@@ -75,7 +76,9 @@ void to_json(nlohmann::json &j, const FeederState &s) {
        {"dl_reported", s.dl_reported},
        {"fallback", s.fallback},
        {"cpuset_enabled_by_us", s.cpuset_enabled_by_us},
-       {"cpuset_note", s.cpuset_note}};
+       {"cpuset_note", s.cpuset_note},
+       {"partition", s.partition},
+       {"partition_note", s.partition_note}};
 }
 
 void from_json(const nlohmann::json &j, FeederState &s) {
@@ -107,6 +110,8 @@ void from_json(const nlohmann::json &j, FeederState &s) {
   s.fallback = j.value("fallback", "");
   s.cpuset_enabled_by_us = j.value("cpuset_enabled_by_us", false);
   s.cpuset_note = j.value("cpuset_note", "");
+  s.partition = j.value("partition", "");
+  s.partition_note = j.value("partition_note", "");
 }
 
 namespace {
@@ -142,18 +147,41 @@ void live_kmsg(const std::string &line) {
 
 // ---- cgroup / cpuset ------------------------------------------------------
 
-// The partition type for the feeder CPUs: `isolated` when isolcpus= domain
-// isolation covers any of them (a `root` partition on such CPUs is invalid
-// since 6.10, "partition config conflicts with housekeeping setup", and they
-// have no load balancing anyway), `root` otherwise.
-std::string partition_type(const Sysroot &root, const CpuSet &cpus) {
-  return read_boot_isolation(root).isolated.intersects(cpus) ? "isolated" : "root";
+// The partition type for the feeder CPUs: `isolated` when asked for or when
+// isolcpus= domain isolation covers any of them (a `root` partition on such
+// CPUs is invalid since 6.10, "partition config conflicts with housekeeping
+// setup", and they have no load balancing anyway), `root` otherwise.
+std::string partition_type(const BootIsolation &boot, const FeederState &s) {
+  return s.partition == "isolated" || boot.isolated.intersects(s.cpus) ? "isolated" : "root";
+}
+
+// What the partition made does, for 'feeder status'.
+std::string describe_partition(const std::string &type, const std::string &busy_note) {
+  if (type == "root") {
+    return "root: the scheduler balances load among the feeder CPUs; an idle one still takes the idle load "
+           "balancer's kicks from busy CPUs (--partition isolated stops them)";
+  }
+  std::string d = "isolated: no scheduling domain on the feeder CPUs, so no load balancing among them (a thread "
+                  "stays on the CPU it starts on: place one per CPU) and no idle load balancer kicks";
+  if (!busy_note.empty()) {
+    d += "; not every feeder CPU was held busy while it was made (" + busy_note +
+         "), and one idle then may still take those kicks until 'feeder off'";
+  }
+  return d;
 }
 
 void reassert_kthreads(FeederOs &os, const FeederState &s);
 void keep_threads(FeederOs &os, FeederState &s);
 void reassert_threads(FeederOs &os, const FeederState &s);
 
+// An isolated partition is made while every feeder CPU is busy.  Busy CPUs
+// kick the idle load balancer (kick_ilb(), a function-call IPI) on the first
+// idle CPU of the scheduler's nohz.idle_cpus_mask.  A CPU enters that mask
+// when its tick stops in idle while it has a scheduling domain and leaves it
+// only at a tick while busy and still in a domain: a CPU idle when the
+// partition takes its domain away stays in the mask and keeps being kicked,
+// one busy then never enters it again (6.1, 6.12 and 7.2:
+// bench/noise/README.md).  CPUs boot-isolated from domains never had one.
 Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
   auto en = cgroup::enable_cpuset(root);
   if (!en) {
@@ -164,23 +192,70 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
     return st.error();
   }
   keep_threads(os, s);
-  const std::string type = partition_type(root, s.cpus);
-  auto prs = cgroup::set_partition(root, s.cgroup, type);
+  const BootIsolation boot = read_boot_isolation(root);
+  const std::string type = partition_type(boot, s);
+  Result<std::string> prs = std::string();
+  const auto set = [&](const std::string &t) {
+    prs = cgroup::set_partition(root, s.cgroup, t);
+    return prs ? Status{} : Status{prs.error()};
+  };
+  std::string busy_note;
+  if (type == "isolated") {
+    // Read again once the loops are gone: what the kernel says now.
+    // The loops run until the kernel has taken the CPUs out of their
+    // scheduling domains, which it may do after the write returns.
+    const CpuSet busy = s.cpus - boot.isolated;
+    const auto set_and_wait = [&] {
+      Status st = set(type);
+      if (st && prs && cgroup::is_valid(*prs, type) && !feeder::wait_domains_gone(root, busy)) {
+        busy_note = "the kernel had not taken them out of their scheduling domains within seconds, or does not "
+                    "say (/proc/schedstat)";
+      }
+      return st;
+    };
+    std::string loops_note;
+    if (os.while_busy(busy, s.cgroup, set_and_wait, loops_note)) {
+      prs = root.read_value(cgroup::path(s.cgroup, "cpuset.cpus.partition"));
+    }
+    if (!loops_note.empty()) {
+      busy_note = loops_note + (busy_note.empty() ? "" : "; " + busy_note);
+    }
+  } else {
+    (void)set(type);
+  }
   if (!prs) {
     return prs.error();
   }
   s.cpuset_note.clear();
+  s.partition_note = describe_partition(type, busy_note);
   if (!cgroup::is_valid(*prs, type)) {
-    const std::string &got = *prs;
+    const std::string got = *prs;
     (void)cgroup::clear_partition(root, s.cgroup);
     // Some kernels (6.12) refuse every partition on isolcpus= CPUs.  When all
     // feeder CPUs are boot-isolated the boot isolation already keeps other
     // tasks off them (their default affinity is the housekeeping CPUs), so
     // cpuset.cpus alone, confining the feeder cgroup, is enough.
-    if (type == "isolated" && read_boot_isolation(root).isolated.contains(s.cpus)) {
+    if (type == "isolated" && boot.isolated.contains(s.cpus)) {
       s.cpuset_note = "no partition (the kernel refused one: " + got +
                       "): cpuset.cpus confines the feeder cgroup, isolcpus= keeps other tasks off";
+      s.partition_note.clear();
       return {};
+    }
+    // An isolated partition asked for and refused: a root one keeps the
+    // CPUs for the feeder cgroup all the same.
+    if (type == "isolated" && !boot.isolated.intersects(s.cpus)) {
+      (void)set("root");
+      if (!prs) {
+        return prs.error();
+      }
+      if (cgroup::is_valid(*prs, "root")) {
+        s.partition_note = "root, as the kernel refused an isolated partition (" + got +
+                           "): the scheduler balances load among the feeder CPUs";
+        reassert_kthreads(os, s);
+        reassert_threads(os, s);
+        return {};
+      }
+      (void)cgroup::clear_partition(root, s.cgroup);
     }
     return failure(cgroup::path(s.cgroup, "cpuset.cpus.partition") + ": " + got);
   }
@@ -717,6 +792,10 @@ public:
     }
   }
   void kmsg(const std::string &line) override { live_kmsg(line); }
+  Status while_busy(const CpuSet &cpus, const std::string &cg, const std::function<Status()> &fn,
+                    std::string &note) override {
+    return feeder::while_busy(root_, cpus, cg, fn, note);
+  }
 
 private:
   Sysroot root_;
@@ -813,7 +892,29 @@ BootIsolation read_boot_isolation(const Sysroot &root) {
   return b;
 }
 
-Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolation &boot, const std::string &want) {
+namespace {
+
+Status check_request(const FeederRequest &req) {
+  if (req.mechanism != "auto" && req.mechanism != "sched_ext" && req.mechanism != "cpuset") {
+    return input_error("mechanism must be auto, sched_ext or cpuset, not '" + req.mechanism + "'");
+  }
+  if (req.partition != "root" && req.partition != "isolated") {
+    return input_error("partition must be root or isolated, not '" + req.partition + "'");
+  }
+  if (req.partition == "isolated" && req.mechanism == "sched_ext") {
+    return input_error("an isolated partition belongs to the cpuset mechanism, not sched_ext: ask for mechanism "
+                       "cpuset (or auto)");
+  }
+  return {};
+}
+
+} // namespace
+
+Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolation &boot, const FeederRequest &req) {
+  if (auto st = check_request(req); !st) {
+    return st.error();
+  }
+  const std::string &want = req.mechanism;
   MechanismChoice m;
   if (!root.exists(std::string(k_scx_dir) + "/state")) {
     m.sched_ext_refused = "the kernel has no sched_ext (CONFIG_SCHED_CLASS_EXT): "
@@ -830,9 +931,6 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
   if (want == "sched_ext" && !m.sched_ext_usable) {
     return input_error("sched_ext refused: " + m.sched_ext_refused);
   }
-  if (want != "auto" && want != "sched_ext" && want != "cpuset") {
-    return input_error("mechanism must be auto, sched_ext or cpuset, not '" + want + "'");
-  }
   if (boot.any()) {
     m.reasons.push_back("boot isolation present: isolated=" + boot.isolated.str() + " nohz_full=" +
                         boot.nohz_full.str() + " isolcpus=" + boot.isolcpus + " rcu_nocbs=" + boot.rcu_nocbs);
@@ -840,6 +938,9 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
   if (want == "cpuset") {
     m.mechanism = "cpuset";
     m.reasons.emplace_back("cpuset partition requested");
+  } else if (req.partition == "isolated") {
+    m.mechanism = "cpuset";
+    m.reasons.emplace_back("isolated cpuset partition requested");
   } else if (m.sched_ext_usable) {
     m.mechanism = "sched_ext";
     m.reasons.emplace_back("sched_ext available: the feeder BPF scheduler keeps feeder CPUs for "
@@ -848,6 +949,11 @@ Result<MechanismChoice> choose_mechanism(const Sysroot &root, const BootIsolatio
     m.mechanism = "cpuset";
     m.reasons.push_back("sched_ext not used: " + m.sched_ext_refused);
     m.reasons.emplace_back("cgroup v2 cpuset root partition on the feeder CPUs");
+  }
+  if (m.mechanism == "cpuset" && req.partition == "isolated") {
+    m.reasons.emplace_back("the partition is of type 'isolated': no load balancing among the feeder CPUs (place "
+                           "one thread per CPU), no idle load balancer kicks on them; where the kernel refuses it, "
+                           "a 'root' partition");
   }
   if (m.mechanism == "cpuset" && boot.domain()) {
     m.reasons.push_back("the partition is of type 'isolated' where the feeder CPUs include boot-isolated CPUs (" +
@@ -874,6 +980,7 @@ Result<bool> check_locked(const Sysroot &root, FeederOs &os) {
   s.fallback = os.scx_exit_reason();
   os.scx_detach();
   s.mechanism = "cpuset";
+  s.partition = "root";
   if (auto st = make_partition(root, os, s); !st) {
     s.fallback += "; cpuset fallback FAILED: " + st.error().message;
     os.kmsg("feeder: sched_ext scheduler ejected (" + s.fallback + ")");
@@ -1013,6 +1120,9 @@ Result<FeederStatus> feeder_status(const Sysroot &root) {
   if (auto v = root.read_value(cgroup::path(st.state.cgroup, "cpuset.cpus.partition"))) {
     st.partition = *v;
   }
+  if (auto v = root.read_value(cgroup::path("/", "cpuset.cpus.isolated"))) {
+    st.kernel_isolated = v->empty() ? "none" : *v;
+  }
   return st;
 }
 
@@ -1044,11 +1154,12 @@ namespace {
 // Feeder off -> on: cgroup, housekeeping, then the scheduler or the
 // partition, then the state file; a failing step undoes the ones before.
 Result<FeederState> switch_on(const Sysroot &root, FeederOs &os, const CpuSet &cpus, const CpuSet &hk,
-                              const std::string &mechanism) {
+                              const std::string &mechanism, const std::string &partition) {
   FeederState s;
   s.cpus = cpus;
   s.housekeeping = hk;
   s.mechanism = mechanism;
+  s.partition = mechanism == "cpuset" ? partition : "";
   s.active = true;
   if (auto st = cgroup::make(root, s.cgroup); !st) {
     return st.error();
@@ -1092,7 +1203,7 @@ Status feeder_reaches(const Sysroot &root) {
 } // namespace
 
 Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const CpuSet &housekeeping,
-                              const std::string &want) {
+                              const FeederRequest &want) {
   if (auto st = feeder_reaches(root); !st) {
     return st.error();
   }
@@ -1101,7 +1212,10 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
 }
 
 Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &cpus, const CpuSet &housekeeping,
-                              const std::string &want) {
+                              const FeederRequest &want) {
+  if (auto st = check_request(want); !st) {
+    return st.error();
+  }
   auto hk = feeder_housekeeping(root, cpus, housekeeping);
   if (!hk) {
     return hk.error();
@@ -1120,8 +1234,15 @@ Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &c
   }
   const FeederState &s = *loaded;
   if (s.active) {
-    if (want != "auto" && want != s.mechanism) {
-      return input_error("feeder is on with " + s.mechanism + "; run 'mltunectl feeder off' before asking for " + want);
+    if (want.mechanism != "auto" && want.mechanism != s.mechanism) {
+      return input_error("feeder is on with " + s.mechanism + "; run 'mltunectl feeder off' before asking for " +
+                         want.mechanism);
+    }
+    // A state from before partition types were recorded made a root one.
+    const std::string had = s.mechanism != "cpuset" ? "root" : s.partition.empty() ? "root" : s.partition;
+    if (want.partition != had) {
+      return input_error("feeder is on with " + (s.mechanism == "cpuset" ? "a " + had + " partition" : s.mechanism) +
+                         "; run 'mltunectl feeder off' before asking for partition type " + want.partition);
     }
     if (s.cpus == cpus) {
       return s;
@@ -1132,7 +1253,7 @@ Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &c
   if (!ch) {
     return ch.error();
   }
-  return switch_on(root, os, cpus, *hk, ch->mechanism);
+  return switch_on(root, os, cpus, *hk, ch->mechanism, want.partition);
 }
 
 Status feeder_off(const Sysroot &root) {

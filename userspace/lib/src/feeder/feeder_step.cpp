@@ -12,8 +12,8 @@ Status in_context(const Status &st, std::string_view what) {
 
 } // namespace
 
-FeederStep::FeederStep(const Sysroot &root, std::string cpus, std::string mechanism, FeederOs *os)
-    : root_(root), spec_(std::move(cpus)), mechanism_(std::move(mechanism)), os_(os) {}
+FeederStep::FeederStep(const Sysroot &root, std::string cpus, FeederRequest request, FeederOs *os)
+    : root_(root), spec_(std::move(cpus)), request_(std::move(request)), os_(os) {}
 
 FeederOs &FeederStep::os() {
   if (os_ == nullptr) {
@@ -43,7 +43,7 @@ Status FeederStep::plan() {
     return with_context(hk.error(), "feeder");
   }
   housekeeping_ = *hk;
-  if (auto ch = choose_mechanism(root_, read_boot_isolation(root_), mechanism_); !ch) {
+  if (auto ch = choose_mechanism(root_, read_boot_isolation(root_), request_); !ch) {
     return with_context(ch.error(), "feeder");
   }
   return {};
@@ -54,7 +54,7 @@ Status FeederStep::apply() {
     after_ = FeederState{};
     return in_context(feeder_off(root_, os()), "feeder off");
   }
-  auto s = feeder_on(root_, os(), cpus_, housekeeping_, mechanism_);
+  auto s = feeder_on(root_, os(), cpus_, housekeeping_, request_);
   if (!s) {
     return with_context(s.error(), "feeder on " + cpus_.str());
   }
@@ -78,7 +78,8 @@ Status FeederStep::rollback() {
   if (!before_.active) {
     return in_context(feeder_off(root_, os()), "feeder: rollback");
   }
-  auto s = feeder_on(root_, os(), before_.cpus, before_.housekeeping, before_.mechanism);
+  const FeederRequest was{before_.mechanism, before_.partition.empty() ? "root" : before_.partition};
+  auto s = feeder_on(root_, os(), before_.cpus, before_.housekeeping, was);
   return s ? Status{} : with_context(s.error(), "feeder: rollback to " + before_.cpus.str());
 }
 
@@ -90,8 +91,9 @@ std::string FeederStep::summary() const {
   if (spec_.empty()) {
     return "feeder: off";
   }
-  return "feeder: on, CPUs " + after_.cpus.str() + " with " + after_.mechanism + ", housekeeping " +
-         after_.housekeeping.str();
+  const std::string how =
+      after_.partition == "isolated" ? after_.mechanism + " (isolated partition)" : after_.mechanism;
+  return "feeder: on, CPUs " + after_.cpus.str() + " with " + how + ", housekeeping " + after_.housekeeping.str();
 }
 
 } // namespace mltune

@@ -116,8 +116,8 @@ constexpr std::array k_vectors{
           {"single-CPU function-call IPI (on an idle feeder core beside busy CPUs, mostly the idle load "
            "balancer's kick, nohz_csd_func, about once a tick; also perf, cpufreq, MSR reads)",
            "the kick goes to the first idle housekeeping CPU with a scheduling domain: nohz_full=CPUS "
-           "(mltunectl boot) or isolcpus=domain removes the core from its choice, as does an isolated cpuset "
-           "partition made while the core is busy (bench/noise/ilb_kick.sh)"}},
+           "(mltunectl boot) or isolcpus=domain removes the core from its choice; at runtime, mltunectl "
+           "feeder on --partition isolated (an isolated cpuset partition made while the core is busy)"}},
     Entry{"irq_work", {"irq_work IPI (perf, printk, nohz_full kicks)", "stop perf sessions watching the CPU"}},
     Entry{"tlb_shootdown",
           {"remote TLB flush", "threads of one process on feeder and other CPUs: keep the process on feeder cores"}},
