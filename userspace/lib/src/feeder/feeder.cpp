@@ -181,7 +181,11 @@ void reassert_threads(FeederOs &os, const FeederState &s);
 // only at a tick while busy and still in a domain: a CPU idle when the
 // partition takes its domain away stays in the mask and keeps being kicked,
 // one busy then never enters it again (6.1, 6.12 and 7.2:
-// bench/noise/README.md).  CPUs boot-isolated from domains never had one.
+// bench/noise/README.md).  So a process of the feeder cgroup spins on each
+// CPU (one outside it would be moved off by the partition itself, before the
+// domains go) until the kernel has taken the CPUs out of their domains,
+// which it may do after the write returns.  CPUs boot-isolated from domains
+// never had one.
 Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
   auto en = cgroup::enable_cpuset(root);
   if (!en) {
@@ -201,9 +205,6 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
   };
   std::string busy_note;
   if (type == "isolated") {
-    // Read again once the loops are gone: what the kernel says now.
-    // The loops run until the kernel has taken the CPUs out of their
-    // scheduling domains, which it may do after the write returns.
     const CpuSet busy = s.cpus - boot.isolated;
     const auto set_and_wait = [&] {
       Status st = set(type);
@@ -215,6 +216,7 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
     };
     std::string loops_note;
     if (os.while_busy(busy, s.cgroup, set_and_wait, loops_note)) {
+      // What the kernel says once the loops are gone.
       prs = root.read_value(cgroup::path(s.cgroup, "cpuset.cpus.partition"));
     }
     if (!loops_note.empty()) {
