@@ -4,7 +4,8 @@
 # feeder cores of the guest's CPU plan under a fixed noisy load, per setup.
 #
 #   sh bench.sh SECONDS ROUNDS SETUP...
-#     SETUP: none, cpuset, sched_ext, boot (booted with the boot isolation
+#     SETUP: none, cpuset (root partition), isolated (isolated partition,
+#            `feeder on --partition isolated`), sched_ext, boot (booted with the boot isolation
 #            of `mltunectl boot show`, nothing else), boot+cpuset (the full
 #            training setup: boot isolation, the training profile, feeder
 #            cores)
@@ -87,6 +88,8 @@ setup_on() {
 		$CTL feeder on --mechanism cpuset >/dev/null || echo "bench: feeder on failed" >&2 ;;
 	sched_ext) $CTL switch training >/dev/null 2>&1 || echo "bench: switch training failed" >&2
 		$CTL feeder on --mechanism sched_ext >/dev/null || echo "bench: feeder on failed" >&2 ;;
+	isolated) $CTL switch training >/dev/null 2>&1 || echo "bench: switch training failed" >&2
+		$CTL feeder on --partition isolated >/dev/null || echo "bench: feeder on failed" >&2 ;;
 	esac
 }
 setup_off() {

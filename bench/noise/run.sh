@@ -7,23 +7,28 @@
 # cpuset partition, through sched_ext where the kernel has it), one with the
 # boot isolation that `mltunectl boot show` recommends for the guest (boot
 # isolation alone, and with the training profile and feeder cores: the full
-# training setup).  bench.sh runs in the guests.  Then the overhead of noise
-# itself on this machine.  Results and their account: bench/noise/README.md.
+# training setup).  The plain boot also runs the training profile with an
+# isolated cpuset partition (`feeder on --partition isolated`): with
+# sched_ext, the runtime setups.  bench.sh runs in the guests.  Then the
+# overhead of noise itself on this machine.  Results and their account:
+# bench/noise/README.md.
 #
-#   bench/noise/run.sh [--no-build] [--kernel S]... [--boot-rounds N] [--overhead-only]
-#                      [SECONDS [ROUNDS]]
+#   bench/noise/run.sh [--no-build] [--kernel S]... [--boot-rounds N] [--plain-only]
+#                      [--overhead-only] [SECONDS [ROUNDS]]
 #                      (default: the matrix, 5 s windows, 3 rounds; the
 #                      boot-isolated guest ROUNDS too, --boot-rounds fewer:
 #                      under TCG it runs about 25 times slower: one round
-#                      of one setup takes 20 to 35 minutes)
+#                      of one setup takes 20 to 35 minutes; --plain-only
+#                      leaves the boot-isolated guest out)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-kernels="" nobuild="" brounds=""
+kernels="" nobuild="" brounds="" plain_only=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernels="$kernels $2"; shift 2 ;;
 	--no-build) nobuild=--no-build; shift ;;
 	--boot-rounds) brounds=$2; shift 2 ;;
+	--plain-only) plain_only=1; shift ;;
 	--overhead-only) kernels=" "; shift ;;
 	*) break ;;
 	esac
@@ -67,14 +72,16 @@ vm() { # vm KERNEL LOG ROUNDS MINUTES_PER_ROUND [--cmdline ARGS] -- SETUPS...
 rc=0
 for k in $kernels; do
 	echo "==== kernel $k"
-	setups="none cpuset"
+	setups="none cpuset isolated"
 	[ "$k" = 7.2 ] && setups="$setups sched_ext"
 	vm "$k" "$out/$k-plain.log" "$rounds" 1 -- $setups || { rc=1; tail -n 20 "$out/$k-plain.log"; }
 	boot=$(sed -n 's/^BOOT //p' "$out/$k-plain.log" | tr -d '\r')
 	# only the CPU isolation parameters of the recommendation
 	iso=$(echo "$boot" | tr ' ' '\n' | grep -E '^(isolcpus|nohz_full|rcu_nocbs|irqaffinity|skew_tick|nosoftlockup)' | tr '\n' ' ')
 	echo "boot isolation: $iso"
-	if [ -n "$iso" ]; then
+	if [ -n "$plain_only" ]; then
+		echo "boot-isolated guest: left out (--plain-only)"
+	elif [ -n "$iso" ]; then
 		vm "$k" "$out/$k-boot.log" "$brounds" 30 --cmdline "$iso" -- boot boot+cpuset || { rc=1; tail -n 20 "$out/$k-boot.log"; }
 	else
 		echo "noise bench: no boot isolation recommended" >&2; rc=1
