@@ -12,13 +12,16 @@
 # `feeder status`.  Real-time threads outside the feeder cgroup leave the
 # feeder CPUs with either mechanism (sched_ext does not schedule them: its
 # guard and the sweep at `feeder on` move them) and get their own affinity
-# back at `feeder off`.
+# back at `feeder off`.  A SCHED_DEADLINE thread outside the feeder cgroup
+# (its affinity must span its root domain, so no affinity can move it): the
+# cpuset partition keeps it off the feeder CPUs; with sched_ext, which does
+# not schedule it, `feeder status` reports it.
 . "$(dirname "$0")/lib.sh"
 CTL=${MLTUNECTL:-/usr/sbin/mltunectl}
 FEEDER=2-3
 SAMPLES=${FEEDER_SAMPLES:-6}
 CG=/sys/fs/cgroup/mltune-feeder
-t_plan 16
+t_plan 17
 
 [ -x "$CTL" ] || { t_diag "mltunectl missing"; exit 4; }
 PLANT=$(command -v noise_plant) || { t_diag "noise_plant missing (--bin build/userspace/noise_plant)"; exit 4; }
@@ -111,9 +114,22 @@ rt_start() {
 	rm -f /tmp/rt.out
 }
 
-# Two real-time threads allowed on 2-4 before feeder on.
+# Two real-time threads allowed on 2-4 before feeder on, and a DEADLINE one
 rt_start 2-4; RT1=$RT
 rt_start 2-4; RT2=$RT
+# (2 ms of every 10 ms, spinning), started on CPU 2 and allowed everywhere.
+"$PLANT" dl dlplant 2000 10000 2 > /tmp/dl.out & DL=$!; RTPIDS="$RTPIDS $DL"
+t_wait 30 grep -q '^pid' /tmp/dl.out || t_diag "the DEADLINE thread did not start: $(cat /tmp/dl.out)"
+# dl_looks N: how many of N looks, 50 ms apart, find it last ran on 2-3.
+dl_looks() {
+	_n=0 _on=0
+	while [ $_n -lt "$1" ]; do
+		case $(awk '{ sub(/^.*\) /, ""); print $37 }' /proc/$DL/stat) in 2|3) _on=$((_on + 1)) ;; esac
+		_n=$((_n + 1)); usleep 50000
+	done
+	echo $_on
+}
+t_diag "before feeder on, the DEADLINE thread $DL was on 2-3 in $(dl_looks 10) of 10 looks"
 irq_snapshot > /tmp/irq.before
 kthread_snapshot > /tmp/kthreads.before
 wq_before=$(wq_mask)
@@ -143,6 +159,15 @@ if [ "$mech" = sched_ext ]; then
 else
 	t_skip "real-time guard (the cpuset partition keeps real-time threads off on $MLTUNE_VM_KERNEL)"
 fi
+if [ "$mech" = sched_ext ]; then
+	t_check "the DEADLINE thread $DL is reported as one sched_ext cannot keep off" \
+		sh -c "$CTL feeder status | grep -q '^DEADLINE thread $DL may run on feeder CPUs'"
+else
+	on=$(dl_looks 40)
+	t_check "the DEADLINE thread $DL stays off feeder CPUs 2-3 ($on of 40 looks there)" test "$on" = 0
+fi
+# Gone before the sampling below (under sched_ext it may run on 2-3).
+kill $DL 2>/dev/null; wait $DL 2>/dev/null
 
 load_on
 set -- $(sample "2 3" "$SAMPLES")
@@ -150,7 +175,8 @@ t_diag "$1 violations in $2 samples"
 t_check "zero tasks of the wrong kind on the wrong CPUs ($2 samples)" test "$1" = 0 -a "$2" = "$SAMPLES"
 
 if [ "$mech" = sched_ext ]; then
-	foreign=$("$CTL" feeder status | sed -n 's/.*foreign=\([0-9]*\).*/\1/p')
+	# The first counter: "foreign=" alone (not rt_foreign= or dl_foreign=).
+	foreign=$("$CTL" --json feeder status | jq -r .sched_ext.foreign)
 	t_check "sched_ext foreign dispatches = 0 (got $foreign)" test "$foreign" = 0
 else
 	t_skip "sched_ext foreign counter (no sched_ext on $MLTUNE_VM_KERNEL)"

@@ -9,9 +9,15 @@
 //   noise_plant rt NAME CPUS PRIO USEC  on CPUS (a cpulist) as SCHED_FIFO PRIO:
 //                                       print "pid N", then sleep USEC, wake,
 //                                       repeat (a periodic real-time thread)
+//   noise_plant dl NAME RUNTIME PERIOD CPU
+//                                       as SCHED_DEADLINE (microseconds),
+//                                       started on CPU and allowed on every
+//                                       CPU: print "pid N", then spin
+//                                       (throttled to RUNTIME of every PERIOD)
 //   noise_plant loop NAME SECONDS       count loop iterations for SECONDS of
 //                                       CLOCK_MONOTONIC, print "iterations N"
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,12 +26,13 @@
 #include <sched.h>
 #include <string>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: noise_plant busy|sleep|write|setsched|rt|loop NAME ARGS...\n");
+  std::fprintf(stderr, "usage: noise_plant busy|sleep|write|setsched|rt|dl|loop NAME ARGS...\n");
   return 2;
 }
 
@@ -141,6 +148,46 @@ int main(int argc, char **argv) {
     const timespec ts{us / 1000000, (us % 1000000) * 1000};
     for (;;) {
       nanosleep(&ts, nullptr);
+    }
+  }
+  // A SCHED_DEADLINE thread that spins, so it runs RUNTIME of every PERIOD
+  // (the kernel throttles it in between).  Its affinity must span its root
+  // domain: it moves to CPU first, then widens its affinity (a running
+  // task stays where it is) and becomes DEADLINE there.
+  if (mode == "dl" && argc == 6) {
+    cpu_set_t one;
+    cpu_set_t all;
+    if (!parse_cpus(argv[5], one) || CPU_COUNT(&one) != 1) {
+      std::fprintf(stderr, "noise_plant: bad CPU '%s'\n", argv[5]);
+      return 2;
+    }
+    CPU_ZERO(&all);
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      CPU_SET(c, &all);
+    }
+    if (sched_setaffinity(0, sizeof(one), &one) != 0 || sched_setaffinity(0, sizeof(all), &all) != 0) {
+      std::fprintf(stderr, "noise_plant: dl: sched_setaffinity: %s\n", std::strerror(errno));
+      return 1;
+    }
+    struct {
+      std::uint32_t size, policy;
+      std::uint64_t flags;
+      std::int32_t nice;
+      std::uint32_t priority;
+      std::uint64_t runtime, deadline, period;
+    } attr{};
+    attr.size = sizeof(attr);
+    attr.policy = 6; // SCHED_DEADLINE
+    attr.runtime = std::strtoull(argv[3], nullptr, 10) * 1000;
+    attr.deadline = attr.period = std::strtoull(argv[4], nullptr, 10) * 1000;
+    if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
+      std::fprintf(stderr, "noise_plant: dl: sched_setattr: %s\n", std::strerror(errno));
+      return 1;
+    }
+    std::printf("pid %d\n", static_cast<int>(getpid()));
+    std::fflush(stdout);
+    for (;;) {
+      asm volatile("" ::: "memory");
     }
   }
   if (mode == "loop" && argc == 4) {
