@@ -4,6 +4,7 @@
 // cpuset partition gets, runtime CPU changes, rollback of a failed step, and
 // the cpuset fallback after a scheduler ejection.
 #include "fake_sysroot.hpp"
+#include "feeder/busy.hpp"
 
 #include "mltune/feeder.hpp"
 
@@ -390,6 +391,21 @@ TEST_F(Feeder, PartitionRequestErrors) {
   EXPECT_NE(s.error().message.find("belongs to the cpuset mechanism"), std::string::npos) << s.error().message;
   EXPECT_TRUE(os.calls.empty());
   EXPECT_FALSE(state_exists());
+}
+
+// /proc/schedstat (version 15, and 17 with domain names): the CPUs listed
+// with a domain; a CPU of an isolated partition has none.
+TEST(FeederBusy, CpusInDomainsFromSchedstat) {
+  const std::string v15 = "version 15\ntimestamp 4295\n"
+                          "cpu0 0 0 0 0 0 0 1 2 3\ndomain0 03 1 2 3\ndomain1 0f 1 2\n"
+                          "cpu1 0 0 0 0 0 0 1 2 3\ndomain0 03 1 2 3\n"
+                          "cpu2 0 0 0 0 0 0 1 2 3\n"
+                          "cpu3 0 0 0 0 0 0 1 2 3\n";
+  EXPECT_EQ(feeder::cpus_in_domains(v15).str(), "0-1");
+  const std::string v17 = "version 17\ntimestamp 1\ncpu12 0 0 0\ndomain0 SMT 00003000 1 2\ncpu13 0 0 0\n";
+  EXPECT_EQ(feeder::cpus_in_domains(v17).str(), "12");
+  EXPECT_TRUE(feeder::cpus_in_domains("").empty());
+  EXPECT_TRUE(feeder::cpus_in_domains("domain0 03 1\n").empty()) << "a domain line before any cpu line";
 }
 
 } // namespace

@@ -57,16 +57,12 @@ std::optional<std::vector<std::uint64_t>> local_timer(const Sysroot &root, const
 constexpr int k_starting = 0;
 constexpr int k_running = 1;
 
-// The CPUs /proc/schedstat lists with at least one scheduling domain;
-// nullopt when it cannot be read.
-std::optional<CpuSet> in_domains(const Sysroot &root) {
-  auto text = root.read("/proc/schedstat");
-  if (!text) {
-    return std::nullopt;
-  }
+} // namespace
+
+CpuSet cpus_in_domains(std::string_view schedstat) {
   CpuSet out;
   std::optional<unsigned> cpu;
-  for (const auto line : split_lines(*text)) {
+  for (const auto line : split_lines(schedstat)) {
     if (line.starts_with("cpu")) {
       const auto words = split_words(line);
       cpu = parse_int<unsigned>(words.front().substr(3));
@@ -77,19 +73,17 @@ std::optional<CpuSet> in_domains(const Sysroot &root) {
   return out;
 }
 
-} // namespace
-
-bool wait_domains_gone(const Sysroot &root, const CpuSet &cpus) {
+std::optional<bool> wait_domains_gone(const Sysroot &root, const CpuSet &cpus) {
   if (!root.acts_on_node()) {
     return true;
   }
   const auto deadline = std::chrono::steady_clock::now() + k_wait;
   for (;;) {
-    const auto in = in_domains(root);
-    if (!in) {
-      return false;
+    const auto text = root.read("/proc/schedstat");
+    if (!text) {
+      return std::nullopt;
     }
-    if (!in->intersects(cpus)) {
+    if (!cpus_in_domains(*text).intersects(cpus)) {
       return true;
     }
     if (std::chrono::steady_clock::now() >= deadline) {

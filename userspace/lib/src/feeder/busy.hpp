@@ -8,7 +8,9 @@
 #include "mltune/sysroot.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace mltune::feeder {
 
@@ -24,10 +26,14 @@ Status while_busy(const Sysroot &root, const CpuSet &cpus, const std::string &cg
                   std::string &note);
 
 // Waits, at most a few seconds, until no CPU of `cpus` is in a scheduling
-// domain (/proc/schedstat lists no domain under it): a partition write can
-// return before the kernel has rebuilt the domains.  False when one still
-// is, or where the kernel does not say (no /proc/schedstat without
-// CONFIG_SCHEDSTATS); true at once where `root` is not the live node.
-bool wait_domains_gone(const Sysroot &root, const CpuSet &cpus);
+// domain (/proc/schedstat lists no domain under it), in case the kernel
+// rebuilds the domains after a partition write returns (6.1, 6.12 and 7.2
+// do it before).  False when one still is; nullopt where the kernel does not
+// say (no /proc/schedstat without CONFIG_SCHEDSTATS); true at once where
+// `root` is not the live node.
+std::optional<bool> wait_domains_gone(const Sysroot &root, const CpuSet &cpus);
+
+// The CPUs /proc/schedstat text lists with at least one scheduling domain.
+CpuSet cpus_in_domains(std::string_view schedstat);
 
 } // namespace mltune::feeder

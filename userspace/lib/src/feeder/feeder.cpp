@@ -208,9 +208,10 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
     const CpuSet busy = s.cpus - boot.isolated;
     const auto set_and_wait = [&] {
       Status st = set(type);
-      if (st && prs && cgroup::is_valid(*prs, type) && !feeder::wait_domains_gone(root, busy)) {
-        busy_note = "the kernel had not taken them out of their scheduling domains within seconds, or does not "
-                    "say (/proc/schedstat)";
+      if (st && prs && cgroup::is_valid(*prs, type)) {
+        if (const auto gone = feeder::wait_domains_gone(root, busy); gone && !*gone) {
+          busy_note = "the kernel had not taken them out of their scheduling domains within seconds";
+        }
       }
       return st;
     };
