@@ -27,8 +27,8 @@ Status while_busy(const Sysroot &root, const CpuSet &cpus, const std::string &cg
 
 // Waits, at most a few seconds, until no CPU of `cpus` is in a scheduling
 // domain (/proc/schedstat lists no domain under it), in case the kernel
-// rebuilds the domains after a partition write returns (6.1, 6.12 and 7.2
-// do it before).  False when one still is; nullopt where the kernel does not
+// rebuilds the domains after a partition write returns.  False when one
+// still is; nullopt where the kernel does not
 // say (no /proc/schedstat without CONFIG_SCHEDSTATS); true at once where
 // `root` is not the live node.
 std::optional<bool> wait_domains_gone(const Sysroot &root, const CpuSet &cpus);
