@@ -50,9 +50,10 @@ loops_off
 t_check "feeder on --cpus 2-3 --partition isolated" "$CTL" feeder on --cpus 2-3 --partition isolated
 "$CTL" feeder status | sed 's/^/# /'
 "$CTL" --json feeder status > /tmp/iso.json
-t_check "status: an isolated partition, without load balancing, every feeder CPU held busy while it was made" \
+t_check "status: an isolated partition, without load balancing, every feeder CPU held busy while it was made; the per-CPU kthreads that stay listed" \
 	sh -c "jq -e '.mechanism == \"cpuset\" and .partition == \"isolated\" and .partition_type == \"isolated\" and
-		(.partition_note | test(\"no load balancing\")) and (.partition_note | test(\"not every\") | not)' /tmp/iso.json"
+		(.partition_note | test(\"no load balancing\")) and (.partition_note | test(\"not every\") | not) and
+		(.pinned_kthreads | any(.comm == \"ksoftirqd/2\")) and (.pinned_kthreads | all(.cpus == \"2\" or .cpus == \"3\" or (.cpus | test(\"-\"))))' /tmp/iso.json"
 t_diag "/sys/devices/system/cpu/isolated with the partition: '$(cat /sys/devices/system/cpu/isolated)'"
 if [ -e /sys/fs/cgroup/cpuset.cpus.isolated ]; then
 	t_check "the kernel's isolated set (cpuset.cpus.isolated) is 2-3, as status says" \

@@ -78,9 +78,15 @@ nlohmann::json noise_budget_json(const NoiseReport &r, double budget) {
   return j;
 }
 
-void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise, double budget) {
+void print_status(Context &ctx, const FeederStatus &st, const std::vector<FeederPinnedKthread> &pinned,
+                  const NoiseReport *noise, double budget) {
   if (ctx.json) {
     nlohmann::json j = state_json(st.state);
+    nlohmann::json pk = nlohmann::json::array();
+    for (const auto &k : pinned) {
+      pk.push_back({{"pid", k.pid}, {"comm", k.comm}, {"cpus", k.cpus.str()}});
+    }
+    j["pinned_kthreads"] = pk;
     j["boot_isolation"] = {{"isolated", st.boot.isolated.str()},
                            {"nohz_full", st.boot.nohz_full.str()},
                            {"isolcpus", st.boot.isolcpus},
@@ -117,6 +123,13 @@ void print_status(Context &ctx, const FeederStatus &st, const NoiseReport *noise
       << "irqs: " << (st.state.irq_mode.empty() ? "-" : st.state.irq_mode) << " (" << st.state.irqs.size()
       << " affinities moved)\n"
       << "kthreads moved: " << st.state.kthreads.size() << "\n";
+    if (!pinned.empty()) {
+      o << "kthreads that stay (per-CPU, or not movable): " << pinned.size() << ":";
+      for (const auto &k : pinned) {
+        o << " " << k.comm;
+      }
+      o << "\n";
+    }
     if (st.state.mechanism == "sched_ext") {
       o << "real-time threads moved: " << st.state.threads.size() << "\n";
       for (const int tid : st.state.dl_reported) {
@@ -184,8 +197,10 @@ void register_feeder(CLI::App &app, Context &ctx) {
       ctx.fail(st.error());
       return;
     }
+    const auto pinned =
+        st->state.active ? feeder_pinned_kthreads(root, st->state.cpus) : std::vector<FeederPinnedKthread>{};
     if (!(args->noise > 0)) {
-      print_status(ctx, *st, nullptr, 0);
+      print_status(ctx, *st, pinned, nullptr, 0);
       return;
     }
     auto cpus = noise_cpus(root, "feeder");
@@ -202,7 +217,7 @@ void register_feeder(CLI::App &app, Context &ctx) {
       ctx.fail(r.error());
       return;
     }
-    print_status(ctx, *st, &*r, args->budget);
+    print_status(ctx, *st, pinned, &*r, args->budget);
     for (const auto &c : r->per_cpu) {
       if (c.per_second > args->budget) {
         ctx.rc = k_exit_failed;

@@ -393,6 +393,29 @@ TEST_F(Feeder, PartitionRequestErrors) {
   EXPECT_FALSE(state_exists());
 }
 
+// 'feeder status' lists the kthreads that stay on the feeder CPUs: per-CPU
+// ones and those whose affinity cannot be set; not movable ones, not other
+// CPUs' ones, not user tasks.
+TEST_F(Feeder, PinnedKthreadsOfTheFeederCpus) {
+  const auto task = [&](int pid, const std::string &comm, unsigned flags, const std::string &cpus) {
+    const std::string dir = "/proc/" + std::to_string(pid);
+    fake.set(dir + "/stat", std::to_string(pid) + " (" + comm + ") S 2 0 0 0 -1 " + std::to_string(flags) + " 0 0\n");
+    fake.set(dir + "/status", "Name:\t" + comm + "\nCpus_allowed:\tff\nCpus_allowed_list:\t" + cpus + "\n");
+  };
+  task(20, "ksoftirqd/6", k_pf_kthread, "6");
+  task(21, "kworker/u16:1", k_pf_kthread, "0-7");
+  task(22, "irq/30-nvme0q2", k_pf_kthread | k_pf_no_setaffinity, "6-7");
+  task(23, "ksoftirqd/3", k_pf_kthread, "3");
+  task(24, "python3", 0, "6");
+  task(25, "kworker/7:1H", k_pf_kthread, "7");
+  const auto got = feeder_pinned_kthreads(fake.root(), cpus("6-7"));
+  std::vector<std::string> names;
+  for (const auto &k : got) {
+    names.push_back(k.comm + "@" + k.cpus.str());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"ksoftirqd/6@6", "irq/30-nvme0q2@6-7", "kworker/7:1H@7"}));
+}
+
 // /proc/schedstat (version 15, and 17 with domain names): the CPUs listed
 // with a domain; a CPU of an isolated partition has none.
 TEST(FeederBusy, CpusInDomainsFromSchedstat) {

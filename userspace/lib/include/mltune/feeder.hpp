@@ -212,6 +212,17 @@ bool feeder_scx_built();
 // Returns how many threads were moved.  Run by 'feeder watch'.
 Result<int> feeder_contain(const Sysroot &root, FeederOs &os);
 Result<FeederStatus> feeder_status(const Sysroot &root);
+// A kernel thread that stays on feeder CPUs: a per-CPU one (ksoftirqd/N,
+// migration/N, cpuhp/N, bound kworkers) or one whose affinity cannot be set
+// (PF_NO_SETAFFINITY); 'feeder on' leaves them, 'feeder status' lists them.
+struct FeederPinnedKthread {
+  int pid = 0;
+  std::string comm;
+  CpuSet cpus; // its affinity (/proc/PID/status Cpus_allowed_list)
+};
+// Those of `cpus`, by pid: a scan of /proc (tens of milliseconds on a
+// large node), so not part of feeder_status().
+std::vector<FeederPinnedKthread> feeder_pinned_kthreads(const Sysroot &root, const CpuSet &cpus);
 // The recorded state only (off when none): reads one file, checks nothing,
 // changes nothing (metrics).
 Result<FeederState> feeder_recorded(const Sysroot &root);

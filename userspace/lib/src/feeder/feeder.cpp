@@ -1089,6 +1089,32 @@ CpuSet quiet_cpus(const Sysroot &root) {
   return out;
 }
 
+std::vector<FeederPinnedKthread> feeder_pinned_kthreads(const Sysroot &root, const CpuSet &cpus) {
+  std::vector<FeederPinnedKthread> out;
+  for (const auto &t : kthreads(root)) {
+    auto st = root.read("/proc/" + std::to_string(t.pid) + "/status");
+    if (!st) {
+      continue; // gone
+    }
+    std::optional<CpuSet> aff;
+    for (const auto line : split_lines(*st)) {
+      if (line.starts_with("Cpus_allowed_list:")) {
+        if (auto c = parse_cpuset(trim(line.substr(line.find(':') + 1)))) {
+          aff = *c;
+        }
+        break;
+      }
+    }
+    if (!aff || !aff->intersects(cpus)) {
+      continue;
+    }
+    if (aff->count() == 1 || (t.flags & proc::k_pf_no_setaffinity) != 0) {
+      out.push_back({t.pid, t.comm, *aff});
+    }
+  }
+  return out;
+}
+
 Result<FeederState> feeder_recorded(const Sysroot &root) {
   return load_state(root);
 }
