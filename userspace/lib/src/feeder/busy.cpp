@@ -1,10 +1,9 @@
 // Busy loops on CPUs while a function runs (see feeder/busy.hpp).
 #include "feeder/busy.hpp"
 
+#include "base/cgroup.hpp"
 #include "base/proc.hpp"
 #include "mltune/parse.hpp"
-
-#include "base/cgroup.hpp"
 
 #include <array>
 #include <atomic>
@@ -108,9 +107,11 @@ std::atomic_ref<int> at(int &v) {
   return std::atomic_ref<int>(v);
 }
 
-// One busy loop: a child process that spins on `cpu` once it was put in
-// the cgroup; dies with its parent.
-[[noreturn]] void spin(Board &b, size_t i, unsigned cpu, pid_t parent) {
+// One busy loop: a child process that spins on `cpu` (`one`, its mask)
+// once it was put in the cgroup; dies with its parent.  It allocates
+// nothing: the parent may have other threads (mltunectl serve), whose locks
+// a forked child must not wait for.
+[[noreturn]] void spin(Board &b, size_t i, unsigned cpu, const CpuSet::Native &one, pid_t parent) {
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) {
     ::_exit(0);
@@ -120,7 +121,6 @@ std::atomic_ref<int> at(int &v) {
   if (at(b.go).load() < 0) {
     ::_exit(0);
   }
-  const CpuSet::Native one = CpuSet{cpu}.native();
   if (::sched_setaffinity(0, CpuSet::Native::size(), one.get()) != 0) {
     at(b.state[i]) = errno;
     ::_exit(0);
@@ -161,12 +161,12 @@ public:
     }
   }
   [[nodiscard]] Board *board() const { return board_; }
-  // Forks the loop for CPU `cpu` (index i); -1 when fork failed.
-  pid_t start(size_t i, unsigned cpu) {
+  // Forks the loop for CPU `cpu` (index i, mask `one`); -1 when fork failed.
+  pid_t start(size_t i, unsigned cpu, const CpuSet::Native &one) {
     const pid_t parent = ::getpid();
     const pid_t p = ::fork();
     if (p == 0) {
-      spin(*board_, i, cpu, parent);
+      spin(*board_, i, cpu, one, parent);
     }
     if (p > 0) {
       pids_.push_back(p);
@@ -188,6 +188,11 @@ Status while_busy(const Sysroot &root, const CpuSet &cpus, const std::string &cg
     return fn();
   }
   const std::vector<unsigned> list = cpus.cpus();
+  std::vector<CpuSet::Native> masks;
+  masks.reserve(list.size());
+  for (const unsigned c : list) {
+    masks.push_back(CpuSet{c}.native());
+  }
   std::vector<std::string> why(list.size());
   Status result;
   {
@@ -201,7 +206,7 @@ Status while_busy(const Sysroot &root, const CpuSet &cpus, const std::string &cg
     // off the CPUs by the partition itself, leaving them idle while the
     // kernel takes their domains away.
     for (size_t i = 0; i < list.size(); ++i) {
-      const pid_t p = loops.start(i, list[i]);
+      const pid_t p = loops.start(i, list[i], masks[i]);
       if (p < 0) {
         why[i] = std::string("fork: ") + std::strerror(errno);
         at(b->state[i]) = -1;
