@@ -1270,8 +1270,10 @@ Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &c
     // A state from before partition types were recorded made a root one.
     const std::string had = s.mechanism != "cpuset" ? "root" : s.partition.empty() ? "root" : s.partition;
     if (want.partition != had) {
-      return input_error("feeder is on with " + (s.mechanism == "cpuset" ? "a " + had + " partition" : s.mechanism) +
-                         "; run 'mltunectl feeder off' before asking for partition type " + want.partition);
+      return input_error(
+          "feeder is on with " +
+          (s.mechanism == "cpuset" ? (had == "isolated" ? "an " : "a ") + had + " partition" : s.mechanism) +
+          "; run 'mltunectl feeder off' before asking for partition type " + want.partition);
     }
     if (s.cpus == cpus) {
       return s;
