@@ -410,6 +410,7 @@ TEST_F(Feeder, PinnedKthreadsOfTheFeederCpus) {
   task(25, "kworker/7:1H", k_pf_kthread, "7");
   const auto got = feeder_pinned_kthreads(fake.root(), cpus("6-7"));
   std::vector<std::string> names;
+  names.reserve(got.size());
   for (const auto &k : got) {
     names.push_back(k.comm + "@" + k.cpus.str());
   }
