@@ -8,8 +8,9 @@
 # lands), reschedule IPIs (RES) and local timer interrupts (LOC) per
 # second, the median over rounds with its distribution-free 95% interval;
 # then the ratio of the CAL medians, root over isolated.  Restores the node
-# (`feeder off`, loops stopped) however it ends.  Needs root and a POSIX
-# shell with awk; nothing else.
+# (`feeder off`, loops stopped) however it ends; a round that fails stops
+# the run with exit 1 and no figures.  Needs root and a POSIX shell with awk
+# and mktemp; nothing else.
 #
 #   bench/noise/node_kick.sh [--ctl PATH] [--cpus LIST] [--loops N] [--seconds S] [--rounds R]
 #     --ctl      mltunectl to run (default: mltunectl on PATH)
@@ -39,8 +40,9 @@ FEEDER=$("$CTL" --dry-run feeder on --cpus "$CPUS" --mechanism cpuset | sed -n '
 LIST=$(echo "$FEEDER" | tr ',' '\n' | awk -F- '{ for (i = $1; i <= ($2 == "" ? $1 : $2); i++) print i }' | tr '\n' ' ')
 [ -n "$LOOPS" ] || LOOPS=$((2 * $(grep -c '^processor' /proc/cpuinfo)))
 PIDS=""
+TMP=$(mktemp -d) || die "mktemp failed"
 stop_loops() { for p in $PIDS; do kill "$p" 2>/dev/null; done; wait $PIDS 2>/dev/null; PIDS=""; }
-cleanup() { stop_loops; "$CTL" feeder off >/dev/null 2>&1; }
+cleanup() { stop_loops; "$CTL" feeder off >/dev/null 2>&1; rm -rf "$TMP"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -58,23 +60,25 @@ measure() { # measure SETUP ROUND
 	esac || die "feeder on ($1) failed"
 	i=0; while [ $i -lt "$LOOPS" ]; do sh -c 'while :; do :; done' & PIDS="$PIDS $!"; i=$((i + 1)); done
 	sleep 1
-	counts >/tmp/node_kick.a
+	counts >"$TMP/a"
 	t0=$(cut -d' ' -f1 /proc/uptime)
 	sleep "$SECS"
-	counts >/tmp/node_kick.b
+	counts >"$TMP/b"
 	t1=$(cut -d' ' -f1 /proc/uptime)
 	stop_loops
 	"$CTL" feeder off >/dev/null || die "feeder off ($1) failed"
-	paste -d' ' /tmp/node_kick.a /tmp/node_kick.b | awk -v s="$1" -v r="$2" -v t="$t0 $t1" '
+	paste -d' ' "$TMP/a" "$TMP/b" | awk -v s="$1" -v r="$2" -v t="$t0 $t1" '
 		{ split(t, u, " "); d = u[2] - u[1]; printf "ROUND %s %s %s %.2f %.2f %.2f\n", s, r, $1, ($6 - $2) / d, ($7 - $3) / d, ($8 - $4) / d }'
 }
 
 echo "node_kick: feeder CPUs $FEEDER, $LOOPS busy loops, $ROUNDS rounds of $SECS s, $(uname -r)"
+# one SETUP ROUND: a round's lines, shown and kept; a failed one ends the run.
+one() { _o=$(measure "$1" "$2") || exit 1; echo "$_o" | tee -a "$TMP/rounds"; }
 r=1
 while [ $r -le "$ROUNDS" ]; do
-	if [ $((r % 2)) = 1 ]; then measure root $r; measure isolated $r; else measure isolated $r; measure root $r; fi
+	if [ $((r % 2)) = 1 ]; then one root $r; one isolated $r; else one isolated $r; one root $r; fi
 	r=$((r + 1))
-done | tee /tmp/node_kick.rounds
+done
 echo "setup | CPU | CAL/s median [95%] | RES/s median | LOC/s median"
 awk '$1 == "ROUND" { k = $2 " " $4; cal[k] = cal[k] " " $5; res[k] = res[k] " " $6; loc[k] = loc[k] " " $7; keys[k] = 1
 		tot[$2, $3] += $5; sets[$2] = 1 }
@@ -91,4 +95,4 @@ awk '$1 == "ROUND" { k = $2 " " $4; cal[k] = cal[k] " " $5; res[k] = res[k] " " 
 		for (key in tot) { split(key, p, SUBSEP); all[p[1]] = all[p[1]] " " tot[key] }
 		if (("root" in sets) && ("isolated" in sets)) { a = med(all["root"]); b = med(all["isolated"])
 			printf "CAL/s over all feeder CPUs: root %s %s, isolated %s %s, ratio %s\n", a, ci(all["root"]), b, ci(all["isolated"]),
-				(b > 0 ? sprintf("%.0fx", a / b) : "inf (none isolated)") } }' /tmp/node_kick.rounds
+				(b > 0 ? sprintf("%.0fx", a / b) : "inf (none isolated)") } }' "$TMP/rounds"

@@ -70,15 +70,14 @@ void run_show(Context &ctx, const ConfigArgs &a) {
   o << "pool user quota: "
     << (c->user_quota ? (*c->user_quota == 0 ? "none" : std::to_string(*c->user_quota) + " pages") : "(not managed)")
     << "\n";
-  o << "feeder: "
-    << (c->feeder_cpus
-            ? (c->feeder_cpus->empty()
-                   ? "off"
-                   : *c->feeder_cpus + " (" + c->feeder_mechanism +
-                         (c->feeder_partition == "root" ? std::string() : ", " + c->feeder_partition + " partition") +
-                         ")")
-            : "(not managed)")
-    << "\n";
+  std::string feeder = "(not managed)";
+  if (c->feeder_cpus && c->feeder_cpus->empty()) {
+    feeder = "off";
+  } else if (c->feeder_cpus) {
+    const std::string partition = c->feeder_partition == "root" ? "" : ", " + c->feeder_partition + " partition";
+    feeder = *c->feeder_cpus + " (" + c->feeder_mechanism + partition + ")";
+  }
+  o << "feeder: " << feeder << "\n";
   const ModuleAllowlist allow{c->module_allow ? *c->module_allow : default_module_allowlist(), ""};
   o << "modules allowed: " << allow.listed() << (c->module_allow ? "" : " (default: the built-in profiles' modules)")
     << "\n";

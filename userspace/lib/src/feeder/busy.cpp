@@ -27,6 +27,9 @@ namespace {
 // An emulated guest can leave a vCPU unscheduled for a second or more.
 constexpr auto k_wait = std::chrono::seconds(5);
 constexpr auto k_poll = std::chrono::milliseconds(1);
+// Between reads of /proc/interrupts (megabytes on a large node): about a
+// tick at HZ=250.
+constexpr auto k_tick_poll = std::chrono::milliseconds(4);
 constexpr std::uint64_t k_ticks = 2;
 
 // The local timer interrupts of each CPU of `cpus`, in that order; nullopt
@@ -236,7 +239,7 @@ Status while_busy(const Sysroot &root, const CpuSet &cpus, const std::string &cg
       return at(b->state[i]).load() != k_running || (start && now && (*now)[i] >= (*start)[i] + k_ticks);
     };
     while (start && now && !all(ticked) && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(k_poll);
+      std::this_thread::sleep_for(k_tick_poll);
       now = local_timer(root, list);
     }
     std::string missed;

@@ -1267,13 +1267,13 @@ Result<FeederState> feeder_on(const Sysroot &root, FeederOs &os, const CpuSet &c
       return input_error("feeder is on with " + s.mechanism + "; run 'mltunectl feeder off' before asking for " +
                          want.mechanism);
     }
-    // A state from before partition types were recorded made a root one.
-    const std::string had = s.mechanism != "cpuset" ? "root" : s.partition.empty() ? "root" : s.partition;
+    // Empty with sched_ext, and in a state from before partition types
+    // were recorded (a root one was made then).
+    const std::string had = s.partition.empty() ? "root" : s.partition;
     if (want.partition != had) {
-      return input_error(
-          "feeder is on with " +
-          (s.mechanism == "cpuset" ? (had == "isolated" ? "an " : "a ") + had + " partition" : s.mechanism) +
-          "; run 'mltunectl feeder off' before asking for partition type " + want.partition);
+      const std::string on = s.mechanism == "cpuset" ? "the " + had + " partition" : s.mechanism;
+      return input_error("feeder is on with " + on + "; run 'mltunectl feeder off' before asking for partition type " +
+                         want.partition);
     }
     if (s.cpus == cpus) {
       return s;
