@@ -45,9 +45,26 @@ VM_CMDLINE="$VM_CMDLINE net.ifnames=0 mitigations=off no_timer_check"
 # Kernel splats anywhere in a guest's kernel log fail the run.
 VM_SPLAT_RE='(^|[^a-zA-Z_])(BUG:|WARNING:|Oops|KFENCE:|general protection fault|list_add corruption|list_del corruption|list corruption|blocked for more than [0-9]+ seconds|soft lockup|hard LOCKUP|self-detected stall|detected stalls? on CPU|rcu_.* stall|Kernel panic|kernel BUG at|UBSAN:|refcount_t:)'
 
-# vm_splats KERNEL_LOG: the offending lines with their line numbers, if any.
+# The kernel's last line before it stops the other CPUs (kernel/reboot.c:
+# "Restarting system", "Power down", "System halted"; machine_shutdown()
+# follows). x86's stop_other_cpus() marks each CPU offline as it takes the
+# stop IPI while the others still run: a wake-up aimed at a stopped CPU in
+# that window warns ("Unexpected reschedule of offline CPU", ipi.c), a race
+# of the arch's shutdown, outside anything a test exercises.
+VM_STOP_RE='reboot: (Restarting system|Power down|System halted)'
+
+# vm_splats KERNEL_LOG: the offending lines with their line numbers, if any,
+# up to the kernel's stop line.
 vm_splats() {
-	grep -nE "$VM_SPLAT_RE" "$1" || true
+	awk -v re="$VM_SPLAT_RE" -v stop="$VM_STOP_RE" \
+		'$0 ~ stop { exit } $0 ~ re { print NR ":" $0 }' "$1"
+}
+
+# vm_late_splats KERNEL_LOG: splats after the stop line (reported as notes,
+# not failures).
+vm_late_splats() {
+	awk -v re="$VM_SPLAT_RE" -v stop="$VM_STOP_RE" \
+		'$0 ~ stop { late = 1; next } late && $0 ~ re { print NR ":" $0 }' "$1"
 }
 
 # vm_netns_exec QEMU ARGS...: inside a private network namespace (run it
