@@ -58,6 +58,16 @@ public:
     }
   }
 
+  // The record, or `none` (a default T: nothing recorded) when there is
+  // none; errors as load().
+  [[nodiscard]] Result<T> load_or(const Sysroot &root, T none = T{}) const {
+    auto v = load(root);
+    if (!v) {
+      return v.error();
+    }
+    return *v ? std::move(**v) : std::move(none);
+  }
+
   [[nodiscard]] Status save(const Sysroot &root, const T &value) const {
     nlohmann::json j = value;
     j["version"] = version_;

@@ -121,11 +121,7 @@ constexpr StateFile<FeederState> k_state(k_feeder_state, 1, false);
 
 // The recorded state; off (a default FeederState) when there is none.
 Result<FeederState> load_state(const Sysroot &root) {
-  auto s = k_state.load(root);
-  if (!s) {
-    return s.error();
-  }
-  return s->value_or(FeederState{});
+  return k_state.load_or(root);
 }
 
 Status save_state(const Sysroot &root, const FeederState &s) {

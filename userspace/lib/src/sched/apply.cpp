@@ -320,11 +320,7 @@ constexpr StateFile<State> k_state(k_sched_state_path, 1, false);
 constexpr std::string_view k_lock_path = "/run/mltune/sched.lock";
 
 Result<State> load_state(const Sysroot &root) {
-  auto s = k_state.load(root);
-  if (!s) {
-    return s.error();
-  }
-  return s->value_or(State{});
+  return k_state.load_or(root);
 }
 
 Status save_state(const Sysroot &root, const State &s) {

@@ -54,11 +54,7 @@ constexpr StateFile<NodeBaseline> k_state(k_state_file, 2, false);
 } // namespace
 
 Result<NodeBaseline> load_baseline(const Sysroot &root) {
-  auto b = k_state.load(root);
-  if (!b) {
-    return b.error();
-  }
-  return b->value_or(NodeBaseline{});
+  return k_state.load_or(root);
 }
 
 Status save_baseline(const Sysroot &root, const NodeBaseline &b) {
