@@ -39,8 +39,8 @@ IRQ_AFF=$(cat /proc/irq/$IRQ/smp_affinity_list)
 m=$(jq -r .missing $W/st.json)
 [ "$(jq -r .running $W/st.json)" = true ] && [ -z "$m" ] && t_ok "drift status: running, every hook present" ||
 	t_fail "drift status: running, every hook present (missing: $m)"
-# A profile of one knob: `switch baseline` does not restore NIC settings yet,
-# and the suites after this one expect the NICs as the boot left them.
+# A profile of one knob: what the planted writer changes is this test's
+# alone, and the NICs stay as the boot left them for the suites after it.
 cat >$W/drift.toml <<EOF
 description = "drift attribution test: one managed sysctl"
 [sysctl]

@@ -3,7 +3,7 @@
 # virtio-net with 4 combined channels on NUMA node 1 (CPUs 4-7).
 # Cross-checks mltunectl against Debian's ethtool program.
 . "$(dirname "$0")/lib.sh"
-t_plan 13
+t_plan 15
 M=/usr/sbin/mltunectl
 if ! command -v ethtool >/dev/null || [ ! -d /sys/class/net/eth1 ]; then
 	echo "# SKIP: needs ethtool (--bin /usr/sbin/ethtool) and both NICs"; exit 4
@@ -35,8 +35,18 @@ irqs_pinned() {
 	[ $n -gt 0 ] || { echo "# $1: no MSI IRQs"; return 1; }
 }
 
+# every MSI IRQ of both NICs with its CPUs
+irq_state() {
+	for i in eth0 eth1; do
+		d=$(readlink -f /sys/class/net/$i/device); [ -d "$d/msi_irqs" ] || d=$(dirname "$d")
+		for irq in $(ls "$d/msi_irqs"); do echo "$i irq $irq $(cat /proc/irq/$irq/smp_affinity_list)"; done
+	done
+}
+
 orig=$(state)
 ethtool -L eth1 combined 2 2>/dev/null
+# What mltune finds: what switch baseline must give back.
+base="$(state; irq_state)"
 t_check "nic show lists both NICs" sh -c "$M nic show --json | grep -q '\"virtio_net\"' && $M nic show | grep -q e1000e"
 
 t_check "apply training" $M nic apply -p training
@@ -57,7 +67,18 @@ if $M switch --backend direct training >/tmp/sw.out 2>&1 && [ "$(coal eth0 rx-us
 	$M nic diff -p training >/dev/null && grep -q "rx-usecs" /tmp/sw.out; then
 	t_ok "switch training applies the NIC settings too"
 else t_fail "switch training NIC step"; sed 's/^/# /' /tmp/sw.out; fi
-$M switch --backend direct baseline >/dev/null || echo "# switch baseline failed"
+# switch baseline gives back every NIC setting a switch (or nic apply)
+# changed, through either backend, and says so.
+for be in direct kernel; do
+	[ $be = direct ] || $M switch --backend $be training >/dev/null 2>&1 || echo "# switch --backend $be training failed"
+	if $M switch --backend $be baseline >/tmp/sb.out 2>&1 && [ "$(state; irq_state)" = "$base" ] &&
+		grep -q "^  nic *restored" /tmp/sb.out; then
+		t_ok "switch baseline ($be backend): rings, coalescing, offloads, RPS and IRQs as found"
+	else
+		t_fail "switch baseline ($be backend): rings, coalescing, offloads, RPS and IRQs as found"
+		sed 's/^/# /' /tmp/sb.out; echo "$base" >/tmp/b; { state; irq_state; } >/tmp/n; diff /tmp/b /tmp/n | sed 's/^/# /'
+	fi
+done
 
 # An unsupported setting on eth1: kernel message, exit 1, both NICs unchanged.
 before=$(state)

@@ -2,6 +2,7 @@
 
 #include "mltune/config.hpp"
 #include "mltune/cpulist.hpp"
+#include "mltune/node.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -23,6 +24,21 @@ void Context::fail(const Error &e) {
 
 void Context::emit(const nlohmann::json &j) const {
   *out << j.dump(2) << "\n";
+}
+
+nlohmann::json domains_json(const std::vector<DomainState> &ds) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto &d : ds) {
+    a.push_back({{"domain", d.domain}, {"state", d.state}, {"detail", d.detail}});
+  }
+  return a;
+}
+
+void print_domains(Context &ctx, const std::vector<DomainState> &ds) {
+  for (const auto &d : ds) {
+    *ctx.out << "  " << d.domain << std::string(d.domain.size() < 8 ? 8 - d.domain.size() : 1, ' ') << d.state
+             << (d.detail.empty() ? "" : ": " + d.detail) << "\n";
+  }
 }
 
 void add_field_option(CLI::App *cmd, std::string &field, const std::vector<std::string> &names) {

@@ -27,6 +27,10 @@ struct DriftWrite;
 class CpuSet;
 } // namespace mltune
 
+namespace mltune {
+struct DomainState;
+}
+
 namespace mltune::cli {
 
 // Exit codes (documented in mltunectl(8)).
@@ -63,6 +67,11 @@ struct Context {
   // TransactionOptions::progress; empty otherwise.
   [[nodiscard]] std::function<void(std::string_view, std::string_view)> step_progress() const;
 };
+
+// The state of each domain (off, active, switch baseline): as JSON
+// [{"domain", "state", "detail"}], and as aligned text lines.
+nlohmann::json domains_json(const std::vector<DomainState> &ds);
+void print_domains(Context &ctx, const std::vector<DomainState> &ds);
 
 // --field NAME, for commands whose --json document has fields that scripts
 // read one at a time (active, config show): the document's top-level field

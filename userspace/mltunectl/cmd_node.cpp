@@ -13,21 +13,6 @@ namespace mltune::cli {
 
 namespace {
 
-nlohmann::json domains_json(const std::vector<DomainState> &ds) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto &d : ds) {
-    a.push_back({{"domain", d.domain}, {"state", d.state}, {"detail", d.detail}});
-  }
-  return a;
-}
-
-void print_domains(Context &ctx, const std::vector<DomainState> &ds) {
-  for (const auto &d : ds) {
-    *ctx.out << "  " << d.domain << std::string(d.domain.size() < 8 ? 8 - d.domain.size() : 1, ' ') << d.state
-             << (d.detail.empty() ? "" : ": " + d.detail) << "\n";
-  }
-}
-
 void run_off(Context &ctx) {
   const Sysroot root = ctx.root();
   if (ctx.dry_run) {

@@ -6,8 +6,10 @@
 #include "mltune/switch.hpp"
 #include "mltune/transaction.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <iterator>
 #include <ostream>
 #include <string_view>
 
@@ -52,7 +54,7 @@ nlohmann::json sched_json(const SchedReport &r) {
 }
 
 // Every domain of the switch that has something to say, for --json.
-nlohmann::json domains_json(ProfileSwitch &sw, bool dry_run) {
+nlohmann::json step_domains_json(ProfileSwitch &sw, bool dry_run) {
   nlohmann::json d = nlohmann::json::object();
   d["modules"] = {{"loaded", sw.modules().loaded()}, {"skipped", sw.modules().skipped()}};
   d["devices"] = {{"notes", sw.knobs().notes()}};
@@ -82,7 +84,7 @@ void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend, ProfileSw
               {"backend", to_string(backend)},
               {"dry_run", true},
               {"steps", steps},
-              {"domains", sw != nullptr ? domains_json(*sw, true) : nlohmann::json(nullptr)}});
+              {"domains", sw != nullptr ? step_domains_json(*sw, true) : nlohmann::json(nullptr)}});
     return;
   }
   *ctx.out << "plan: switch to '" << plan.profile << "' with the " << to_string(backend) << " backend\n";
@@ -110,7 +112,7 @@ void print_report(Context &ctx, const SwitchReport &r, ProfileSwitch *sw = nullp
                      {"written", r.written}, {"skipped", r.skipped},
                      {"kept", r.kept},       {"detail", r.detail}};
     if (sw != nullptr) {
-      j["domains"] = domains_json(*sw, false);
+      j["domains"] = step_domains_json(*sw, false);
     }
     ctx.emit(j);
     return;
@@ -143,15 +145,38 @@ void switch_baseline(Context &ctx, const Sysroot &root, Backend backend) {
     }
     return print_plan(ctx, plan, backend, nullptr);
   }
-  auto lock = NodeLock::acquire(root);
-  if (!lock) {
-    return ctx.fail(lock.error());
-  }
-  auto rep = backend == Backend::kernel ? restore_baseline_kernel(root) : restore_baseline_direct(root);
+  auto rep = switch_to_baseline(root, backend);
   if (!rep) {
     return ctx.fail(rep.error());
   }
-  print_report(ctx, *rep);
+  std::string failed;
+  for (const auto &d : rep->domains) {
+    if (d.state == "failed") {
+      failed += (failed.empty() ? "" : "; ") + d.domain + ": " + d.detail;
+    }
+  }
+  if (ctx.json) {
+    nlohmann::json j{{"profile", rep->knobs.profile},
+                     {"backend", to_string(backend)},
+                     {"written", rep->knobs.written},
+                     {"skipped", rep->knobs.skipped},
+                     {"kept", rep->knobs.kept},
+                     {"detail", rep->knobs.detail},
+                     {"ok", rep->ok()},
+                     {"domains", domains_json(rep->domains)}};
+    ctx.emit(j);
+  } else {
+    print_report(ctx, rep->knobs);
+    std::vector<DomainState> others;
+    std::copy_if(rep->domains.begin(), rep->domains.end(), std::back_inserter(others),
+                 [](const DomainState &d) { return d.domain != "knobs" && d.state != "off"; });
+    print_domains(ctx, others);
+  }
+  if (!failed.empty()) {
+    // The document above says it; the error line too, for people.
+    ctx.rc = k_exit_failed;
+    *ctx.err << "mltunectl: error: switch baseline: " << failed << "\n";
+  }
 }
 
 void run_switch(Context &ctx, const std::string &name, const std::string &backend_name) {

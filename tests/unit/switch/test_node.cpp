@@ -357,6 +357,81 @@ TEST_F(Node, FollowTheModule) {
   EXPECT_EQ(now, before);
 }
 
+// switch baseline: every running domain of the switch back, through either
+// backend, the profile forgotten; a domain that fails is reported while the
+// others are still restored.
+TEST_F(Node, SwitchBaselineRestoresEveryRunningDomain) {
+  const Snapshot before = snapshot();
+  ASSERT_TRUE(switch_to(training));
+  ASSERT_NE(snapshot(), before);
+  auto rep = switch_to_baseline(root, Backend::direct, seams);
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_TRUE(rep->ok());
+  std::map<std::string, std::string> state;
+  for (const auto &d : rep->domains) {
+    state[d.domain] = d.state;
+  }
+  EXPECT_EQ(state, (std::map<std::string, std::string>{
+                       {"sched", "restored"}, {"nic", "restored"}, {"knobs", "restored"}, {"modules", "restored"}}));
+  EXPECT_EQ(rep->knobs.profile, "baseline");
+  EXPECT_FALSE(rep->knobs.written.empty());
+  Snapshot now = snapshot();
+  now.files = before.files; // the state files under /run/mltune stay (off removes them)
+  EXPECT_EQ(now, before);
+  EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "60");
+  auto rec = recorded_profile(root);
+  ASSERT_TRUE(rec);
+  EXPECT_FALSE(*rec);
+  auto st = node_status(root, seams);
+  ASSERT_TRUE(st);
+  for (const auto &d : st->domains) {
+    if (d.domain == "nic" || d.domain == "sched") {
+      EXPECT_NE(d.state, "applied") << d.domain << ": " << d.detail;
+    }
+  }
+  // Once more: nothing left to do, every domain off.
+  rep = switch_to_baseline(root, Backend::direct, seams);
+  ASSERT_TRUE(rep);
+  for (const auto &d : rep->domains) {
+    EXPECT_EQ(d.state, "off") << d.domain << ": " << d.detail;
+  }
+
+  // The threads cannot be put back: reported, the rest still restored.
+  ASSERT_TRUE(switch_to(training));
+  sched.refuse = {101};
+  rep = switch_to_baseline(root, Backend::direct, seams);
+  ASSERT_TRUE(rep);
+  EXPECT_FALSE(rep->ok());
+  EXPECT_EQ(rep->domains.front().domain, "sched");
+  EXPECT_EQ(rep->domains.front().state, "failed");
+  EXPECT_EQ(nic.devs["eth0"].current["rings.rx"], "256");
+  EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "60");
+  EXPECT_FALSE(mods.in_kernel.contains("tcp_bbr"));
+}
+
+// Through the module: it goes to its baseline, the user-space domains with
+// it, and the follower its uevent wakes has nothing left to do.
+TEST_F(Node, SwitchBaselineThroughTheModule) {
+  fake.add_module();
+  const Snapshot before = snapshot();
+  ProfileSwitch sw(training, root, Backend::kernel, seams);
+  ASSERT_TRUE(sw.run({}));
+  auto rep = switch_to_baseline(root, Backend::kernel, seams);
+  ASSERT_TRUE(rep) << rep.error().message;
+  EXPECT_TRUE(rep->ok());
+  EXPECT_EQ(fake.get("/sys/kernel/mltune/profile"), "baseline");
+  Snapshot now = snapshot();
+  now.files = before.files; // the fake module does not write the knobs
+  EXPECT_EQ(now, before);
+  auto f = follow_state(root);
+  ASSERT_TRUE(f && *f);
+  EXPECT_EQ((*f)->last.in_line, "baseline");
+  const int sets = nic.sets;
+  auto fl = follow_module(root, seams);
+  ASSERT_TRUE(fl) << fl.error().message;
+  EXPECT_EQ(nic.sets, sets);
+}
+
 // A profile the module has but no file names: active says so, no error.
 TEST_F(Node, StatusOfAModuleOnlyProfile) {
   fake.add_module();

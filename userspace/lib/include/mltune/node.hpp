@@ -183,6 +183,26 @@ struct OffReport {
 // the lock cannot be taken.
 [[nodiscard]] Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams = {});
 
+// What `switch baseline` did: the knob report of the backend it went
+// through, and each domain as off reports it ("sched", "nic", "knobs",
+// "modules", and "follow" or "profile" where recording it failed).
+struct BaselineReport {
+  SwitchReport knobs;
+  std::vector<DomainState> domains;
+  [[nodiscard]] bool ok() const;
+};
+
+// `switch baseline`: the running-kernel domains a switch changes back on
+// their baseline, newest first (thread policies and partitions, NIC
+// settings, the knobs through BACKEND, the modules mltune loaded), as `echo
+// baseline` and the follower do; under the node lock, the switched profile
+// forgotten and, through the module, the switch recorded as followed.  The
+// GRUB drop-in, feeder cores, pool and persisted configuration stay: they
+// are not the running profile's (node_off() takes them too).  Every domain
+// is tried even when one fails.  Errors only when the lock cannot be taken.
+[[nodiscard]] Result<BaselineReport> switch_to_baseline(const Sysroot &root, Backend backend,
+                                                        const NodeSeams &seams = {});
+
 // ---- following the module ---------------------------------------------------
 //
 // `echo training > /sys/kernel/mltune/profile` switches the kernel knobs

@@ -588,6 +588,16 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
   return {"modules", "restored", "unloaded " + unloaded + (gone.empty() ? "" : "; " + gone + ": no longer loaded")};
 }
 
+DomainState knobs_state(const Result<SwitchReport> &r) {
+  if (!r) {
+    return {"knobs", "failed", r.error().message};
+  }
+  if (r->written.empty()) {
+    return {"knobs", "off", "every knob on its baseline"};
+  }
+  return {"knobs", "restored", std::to_string(r->written.size()) + " knob(s) written back"};
+}
+
 DomainState off_knobs(const Sysroot &root) {
   std::string detail, failed;
   bool any = false;
@@ -623,6 +633,40 @@ DomainState off_knobs(const Sysroot &root) {
 }
 
 } // namespace
+
+bool BaselineReport::ok() const {
+  return std::none_of(domains.begin(), domains.end(), [](const DomainState &d) { return d.state == "failed"; });
+}
+
+Result<BaselineReport> switch_to_baseline(const Sysroot &root, Backend backend, const NodeSeams &seams) {
+  auto lock = NodeLock::acquire(root);
+  if (!lock) {
+    return lock.error();
+  }
+  BaselineReport rep;
+  // The reverse of the order a switch applies them in (modules, knobs, NIC,
+  // threads): a knob of a module mltune loaded goes back before the module.
+  rep.domains.push_back(off_sched(root, seams));
+  rep.domains.push_back(off_nic(root, seams));
+  auto knobs = backend == Backend::kernel ? restore_baseline_kernel(root) : restore_baseline_direct(root);
+  rep.domains.push_back(knobs_state(knobs));
+  if (knobs) {
+    rep.knobs = std::move(*knobs);
+  }
+  rep.knobs.backend = backend;
+  rep.knobs.profile = std::string(k_baseline);
+  rep.domains.push_back(off_modules(root, seams));
+  if (backend == Backend::kernel) {
+    // The module's uevent wakes the follower: it has nothing left to do.
+    if (auto st = note_followed(root, std::string(k_baseline)); !st) {
+      rep.domains.push_back({"follow", "failed", st.error().message});
+    }
+  }
+  if (auto st = forget_profile(root); !st) {
+    rep.domains.push_back({"profile", "failed", st.error().message});
+  }
+  return rep;
+}
 
 Result<OffReport> node_off(const Sysroot &root, const NodeSeams &seams) {
   auto lock = NodeLock::acquire(root);
