@@ -1,6 +1,6 @@
 // Busy loops on CPUs while a function runs: how 'feeder on' makes an
 // isolated cpuset partition whose CPUs the scheduler's idle load balancer
-// then leaves alone (feeder.cpp, make_partition(), says why it must).
+// then leaves alone (isolate.cpp, make_partition(), says why it must).
 #pragma once
 
 #include "mltune/cpulist.hpp"

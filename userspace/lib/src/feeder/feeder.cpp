@@ -8,9 +8,7 @@
 #include "base/proc.hpp"
 #include "base/process.hpp"
 #include "base/state_file.hpp"
-#include "base/sysroot_fd.hpp"
-#include "base/unique_fd.hpp"
-#include "feeder/busy.hpp"
+#include "feeder/internal.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
 
@@ -23,27 +21,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <fcntl.h>
-#include <ranges>
-#include <sched.h>
-#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
 namespace mltune {
-
-namespace {
-
-constexpr const char *k_scx_dir = "/sys/kernel/sched_ext";
-constexpr const char *k_scx_name = "mltune_feeder";
-constexpr const char *k_pin_dir = "/sys/fs/bpf/mltune";
-constexpr const char *k_wq_mask = "/sys/devices/virtual/workqueue/cpumask";
-constexpr const char *k_kmod_feeder = "/sys/kernel/mltune/feeder/cpus";
-constexpr std::string_view k_lock_path = "/run/mltune/feeder.lock";
-
-} // namespace
 
 void to_json(nlohmann::json &j, const FeederState &s) {
   nlohmann::json k = nlohmann::json::array();
@@ -114,692 +95,31 @@ void from_json(const nlohmann::json &j, FeederState &s) {
   s.partition_note = j.value("partition_note", "");
 }
 
-namespace {
-
 // Running-kernel state: not fsynced (a power failure resets what it records).
 constexpr StateFile<FeederState> k_state(k_feeder_state, 1, false);
 
-// The recorded state; off (a default FeederState) when there is none.
-Result<FeederState> load_state(const Sysroot &root) {
+Result<FeederState> feeder::load_state(const Sysroot &root) {
   return k_state.load_or(root);
 }
 
-Status save_state(const Sysroot &root, const FeederState &s) {
+Status feeder::save_state(const Sysroot &root, const FeederState &s) {
   return k_state.save(root, s);
 }
 
-// on, off and the ejection check (the watcher's too) hold
-// FileLock k_lock_path: without it the watcher could see the scheduler
-// 'feeder off' had just detached as an ejection and write a cpuset fallback
-// state after 'off' removed the state.
+using feeder::apply_housekeeping;
+using feeder::contain;
+using feeder::k_kmod_feeder;
+using feeder::k_lock_path;
+using feeder::k_scx_dir;
+using feeder::kthreads;
+using feeder::load_state;
+using feeder::make_partition;
+using feeder::release_housekeeping;
+using feeder::remove_partition;
+using feeder::save_state;
+using feeder::scx_is_ours;
 
-void live_kmsg(const std::string &line) {
-  if (const UniqueFd fd(::open("/dev/kmsg", O_WRONLY | O_CLOEXEC)); fd) {
-    const std::string l = "<4>mltune: " + line + "\n";
-    (void)!::write(fd.get(), l.data(), l.size());
-  }
-  std::fprintf(stderr, "mltune: %s\n", line.c_str());
-}
-
-// ---- cgroup / cpuset ------------------------------------------------------
-
-// The partition type for the feeder CPUs: `isolated` when asked for or when
-// isolcpus= domain isolation covers any of them (a `root` partition on such
-// CPUs is invalid since 6.10, "partition config conflicts with housekeeping
-// setup", and they have no load balancing anyway), `root` otherwise.
-std::string partition_type(const BootIsolation &boot, const FeederState &s) {
-  return s.partition == "isolated" || boot.isolated.intersects(s.cpus) ? "isolated" : "root";
-}
-
-// What the partition made does, for 'feeder status'.
-std::string describe_partition(const std::string &type, const std::string &busy_note) {
-  if (type == "root") {
-    return "root: the scheduler balances load among the feeder CPUs; an idle one still takes the idle load "
-           "balancer's kicks from busy CPUs (--partition isolated stops them)";
-  }
-  std::string d = "isolated: no scheduling domain on the feeder CPUs, so no load balancing among them (a thread "
-                  "stays on the CPU it starts on: place one per CPU) and no idle load balancer kicks";
-  if (!busy_note.empty()) {
-    d += "; not every feeder CPU was held busy while it was made (" + busy_note +
-         "), and one idle then may still take those kicks until 'feeder off'";
-  }
-  return d;
-}
-
-void reassert_kthreads(FeederOs &os, const FeederState &s);
-void keep_threads(FeederOs &os, FeederState &s);
-void reassert_threads(FeederOs &os, const FeederState &s);
-
-// An isolated partition is made while every feeder CPU is busy.  Busy CPUs
-// kick the idle load balancer (kick_ilb(), a function-call IPI) on the first
-// idle CPU of the scheduler's nohz.idle_cpus_mask.  A CPU enters that mask
-// when its tick stops in idle while it has a scheduling domain and leaves it
-// only at a tick while busy and still in a domain: a CPU idle when the
-// partition takes its domain away stays in the mask and keeps being kicked,
-// one busy then never enters it again (6.1, 6.12 and 7.2:
-// bench/noise/README.md).  So a process of the feeder cgroup spins on each
-// CPU (one outside it would be moved off by the partition itself, before the
-// domains go) until the kernel has taken the CPUs out of their domains,
-// which it may do after the write returns.  CPUs boot-isolated from domains
-// never had one.
-Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
-  auto en = cgroup::enable_cpuset(root);
-  if (!en) {
-    return en.error();
-  }
-  s.cpuset_enabled_by_us = s.cpuset_enabled_by_us || *en;
-  if (auto st = root.write_value(cgroup::path(s.cgroup, "cpuset.cpus"), s.cpus.str()); !st) {
-    return st.error();
-  }
-  keep_threads(os, s);
-  const BootIsolation boot = read_boot_isolation(root);
-  const std::string type = partition_type(boot, s);
-  Result<std::string> prs = std::string();
-  const auto set = [&](const std::string &t) {
-    prs = cgroup::set_partition(root, s.cgroup, t);
-    return prs ? Status{} : Status{prs.error()};
-  };
-  std::string busy_note;
-  if (type == "isolated") {
-    const CpuSet busy = s.cpus - boot.isolated;
-    const auto set_and_wait = [&] {
-      Status st = set(type);
-      if (st && prs && cgroup::is_valid(*prs, type)) {
-        if (const auto gone = feeder::wait_domains_gone(root, busy); gone && !*gone) {
-          busy_note = "the kernel had not taken them out of their scheduling domains within seconds";
-        }
-      }
-      return st;
-    };
-    std::string loops_note;
-    if (os.while_busy(busy, s.cgroup, set_and_wait, loops_note)) {
-      // What the kernel says once the loops are gone.
-      prs = root.read_value(cgroup::path(s.cgroup, "cpuset.cpus.partition"));
-    }
-    if (!loops_note.empty()) {
-      busy_note = loops_note + (busy_note.empty() ? "" : "; " + busy_note);
-    }
-  } else {
-    (void)set(type);
-  }
-  if (!prs) {
-    return prs.error();
-  }
-  s.cpuset_note.clear();
-  s.partition_note = describe_partition(type, busy_note);
-  if (!cgroup::is_valid(*prs, type)) {
-    const std::string got = *prs;
-    (void)cgroup::clear_partition(root, s.cgroup);
-    // Some kernels (6.12) refuse every partition on isolcpus= CPUs.  When all
-    // feeder CPUs are boot-isolated the boot isolation already keeps other
-    // tasks off them (their default affinity is the housekeeping CPUs), so
-    // cpuset.cpus alone, confining the feeder cgroup, is enough.
-    if (type == "isolated" && boot.isolated.contains(s.cpus)) {
-      s.cpuset_note = "no partition (the kernel refused one: " + got +
-                      "): cpuset.cpus confines the feeder cgroup, isolcpus= keeps other tasks off";
-      s.partition_note.clear();
-      return {};
-    }
-    // An isolated partition asked for and refused: a root one keeps the
-    // CPUs for the feeder cgroup all the same.
-    if (type == "isolated" && !boot.isolated.intersects(s.cpus)) {
-      (void)set("root");
-      if (!prs) {
-        return prs.error();
-      }
-      if (cgroup::is_valid(*prs, "root")) {
-        s.partition_note = "root, as the kernel refused an isolated partition (" + got +
-                           "): the scheduler balances load among the feeder CPUs";
-        reassert_kthreads(os, s);
-        reassert_threads(os, s);
-        return {};
-      }
-      (void)cgroup::clear_partition(root, s.cgroup);
-    }
-    return failure(cgroup::path(s.cgroup, "cpuset.cpus.partition") + ": " + got);
-  }
-  reassert_kthreads(os, s); // the kernel just reset the root cpuset's kthreads
-  reassert_threads(os, s);  // and, before 6.2, every user-set affinity
-  return {};
-}
-
-void remove_partition(const Sysroot &root, FeederState &s) {
-  (void)cgroup::clear_partition(root, s.cgroup);
-  (void)root.write_value(cgroup::path(s.cgroup, "cpuset.cpus"), "");
-}
-
-// ---- kthreads, workqueues, IRQs --------------------------------------------
-
-using Task = FeederTask;
-
-std::vector<Task> kthreads(const Sysroot &root) {
-  std::vector<Task> out;
-  for (const int pid : proc::pids(root.list_dir("/proc"))) {
-    auto st = root.read("/proc/" + std::to_string(pid) + "/stat");
-    if (!st) {
-      continue;
-    }
-    auto ps = proc::parse_stat(*st);
-    const auto flags = ps ? ps->field<unsigned>(proc::k_stat_flags) : std::nullopt;
-    if (flags && (*flags & proc::k_pf_kthread) != 0) {
-      out.push_back({pid, ps->comm, *flags});
-    }
-  }
-  return out;
-}
-
-bool get_affinity(int pid, CpuSet &out) {
-  CpuSet::Native set;
-  if (::sched_getaffinity(pid, CpuSet::Native::size(), set.get()) != 0) {
-    return false;
-  }
-  out = CpuSet::from_native(set);
-  return true;
-}
-
-bool set_affinity(int pid, const CpuSet &s) {
-  const CpuSet::Native set = s.native();
-  return ::sched_setaffinity(pid, CpuSet::Native::size(), set.get()) == 0;
-}
-
-// Where a thread (a kthread, or a user thread feeder moves or keeps) whose
-// affinity was `aff` belongs while s.cpus are feeder CPUs: off them when it
-// may run elsewhere; a single feeder CPU is someone's choice and left to the
-// kernel (empty result).
-CpuSet thread_target(const CpuSet &aff, const FeederState &s) {
-  if (!aff.intersects(s.cpus)) {
-    return aff;
-  }
-  if (aff.count() <= 1) {
-    return {};
-  }
-  CpuSet to = aff & s.housekeeping;
-  return to.empty() ? s.housekeeping : to;
-}
-
-void set_if_differs(FeederOs &os, int pid, const CpuSet &want) {
-  CpuSet cur;
-  if (!want.empty() && os.get_affinity(pid, cur) && cur != want) {
-    (void)os.set_affinity(pid, want);
-  }
-}
-
-// Movable kthreads (rcuo*, unbound kworkers, ...) off the feeder CPUs.  Every
-// other kthread whose affinity can be set is recorded too (kthreads_kept): a
-// cpuset partition change resets the affinity of every task of the root
-// cpuset that has no user-set mask (per-CPU kthreads aside), so kthreads the
-// kernel placed itself (kswapdN on its node, IRQ threads) would lose theirs.
-void move_kthreads(FeederOs &os, FeederState &s) {
-  for (const auto &t : os.kthreads()) {
-    CpuSet aff;
-    if ((t.flags & proc::k_pf_no_setaffinity) != 0 || !os.get_affinity(t.pid, aff)) {
-      continue;
-    }
-    if (aff.count() <= 1 || !aff.intersects(s.cpus)) {
-      s.kthreads_kept.emplace_back(t.pid, aff.str());
-    } else if (os.set_affinity(t.pid, thread_target(aff, s))) {
-      s.kthreads.emplace_back(t.pid, aff.str());
-    }
-  }
-}
-
-// After a cpuset partition was made: every recorded kthread back where
-// feeder wants it.
-void reassert_kthreads(FeederOs &os, const FeederState &s) {
-  for (const auto *list : {&s.kthreads, &s.kthreads_kept}) {
-    for (const auto &[pid, aff] : *list) {
-      if (auto c = parse_cpuset(aff)) {
-        set_if_differs(os, pid, thread_target(*c, s));
-      }
-    }
-  }
-}
-
-void restore_kthreads(FeederOs &os, FeederState &s) {
-  for (const auto *list : {&s.kthreads, &s.kthreads_kept}) {
-    for (const auto &[pid, aff] : *list) {
-      if (auto c = parse_cpuset(aff)) {
-        set_if_differs(os, pid, *c);
-      }
-    }
-  }
-  s.kthreads.clear();
-  s.kthreads_kept.clear();
-}
-
-// ---- user threads -------------------------------------------------------------
-//
-// sched_ext schedules only the fair class: SCHED_FIFO/RR and DEADLINE threads
-// run wherever their affinity lets them.  With the sched_ext mechanism the
-// real-time ones outside the feeder cgroup get an affinity without the feeder
-// CPUs: at 'feeder on' for those that exist (the sweep), afterwards for those
-// the scheduler's guard sees start on a feeder CPU ('feeder watch').  A
-// DEADLINE thread's affinity must span its root domain (sched_setaffinity:
-// EBUSY), so those are reported.
-//
-// A cpuset partition change resets the affinity of every task of the root
-// cpuset on kernels before 6.2 (no user_cpus_ptr): threads narrowed by their
-// owner are recorded before the partition is made and set again after it.
-//
-// Either way 'feeder off' gives each recorded thread its affinity back.
-
-constexpr int k_sched_deadline = 6;
-
-bool recorded(const FeederState &s, int tid) {
-  return std::any_of(s.threads.begin(), s.threads.end(), [&](const FeederThread &t) { return t.tid == tid; });
-}
-
-int contain(FeederOs &os, FeederState &s, const std::vector<FeederIntruder> &threads) {
-  int moved = 0;
-  for (const auto &t : threads) {
-    if (t.policy == k_sched_deadline) {
-      if (std::find(s.dl_reported.begin(), s.dl_reported.end(), t.tid) == s.dl_reported.end()) {
-        s.dl_reported.push_back(t.tid);
-        os.kmsg("feeder: SCHED_DEADLINE thread " + std::to_string(t.tid) + " (" + t.comm + ") may run on feeder CPUs " +
-                s.cpus.str() +
-                ": sched_ext does not schedule DEADLINE threads and their affinity must span the root "
-                "domain; the cpuset mechanism keeps them off ('mltunectl feeder off', then 'feeder on "
-                "--mechanism cpuset')");
-      }
-      continue;
-    }
-    if (t.policy != 1 && t.policy != 2) {
-      continue; // the scheduler places fair threads itself
-    }
-    CpuSet aff;
-    if (!os.get_affinity(t.tid, aff) || !aff.intersects(s.cpus) || aff.count() <= 1) {
-      continue; // gone, already off, or confined to one CPU by its owner
-    }
-    const CpuSet to = thread_target(aff, s);
-    if (!os.set_affinity(t.tid, to)) {
-      continue;
-    }
-    ++moved;
-    if (!recorded(s, t.tid)) {
-      s.threads.push_back({t.tid, aff.str(), to.str()});
-    }
-  }
-  return moved;
-}
-
-void keep_threads(FeederOs &os, FeederState &s) {
-  const CpuSet online = s.cpus | s.housekeeping;
-  for (const auto &t : os.threads(s.cgroup)) {
-    CpuSet aff;
-    if (recorded(s, t.tid) || !os.get_affinity(t.tid, aff) || !online.contains(aff) || aff == online) {
-      continue; // gone, or not narrowed by its owner
-    }
-    s.threads.push_back({t.tid, aff.str(), thread_target(aff, s).str()});
-  }
-}
-
-void reassert_threads(FeederOs &os, const FeederState &s) {
-  for (const auto &t : s.threads) {
-    if (auto c = parse_cpuset(t.after)) {
-      set_if_differs(os, t.tid, *c);
-    }
-  }
-}
-
-// Each recorded thread back on its own CPUs if it is still where feeder put
-// it or where the kernel widened it to; an owner's own change stays.
-void restore_threads(FeederOs &os, FeederState &s) {
-  for (const auto &t : s.threads) {
-    auto before = parse_cpuset(t.before);
-    auto after = parse_cpuset(t.after);
-    CpuSet cur;
-    if (!before || !os.get_affinity(t.tid, cur) || cur == *before) {
-      continue;
-    }
-    if ((after && cur == *after) || cur.contains(*before)) {
-      (void)os.set_affinity(t.tid, *before);
-    }
-  }
-  s.threads.clear();
-  s.dl_reported.clear();
-}
-
-// The live sweep: user threads (kthreads are move_kthreads()'s) outside the
-// feeder cgroup; /proc/PID/task/TID/stat field 41 is the policy.
-std::vector<FeederIntruder> live_threads(const Sysroot &root, const std::string &feeder_cg) {
-  constexpr size_t k_stat_policy = 41;
-  std::vector<FeederIntruder> out;
-  for (const int pid : proc::pids(root.list_dir("/proc"))) {
-    const std::string pdir = "/proc/" + std::to_string(pid);
-    for (const int tid : proc::pids(root.list_dir(pdir + "/task"))) {
-      const std::string dir = pdir + "/task/" + std::to_string(tid);
-      auto st = root.read(dir + "/stat");
-      auto ps = st ? proc::parse_stat(*st) : std::nullopt;
-      const auto policy = ps ? ps->field<int>(k_stat_policy) : std::nullopt;
-      const auto flags = ps ? ps->field<unsigned>(proc::k_stat_flags) : std::nullopt;
-      if (!policy || !flags || (*flags & (proc::k_pf_kthread | proc::k_pf_no_setaffinity)) != 0) {
-        continue;
-      }
-      if (cgroup::is_within(cgroup::of_task(root, dir), feeder_cg)) {
-        continue;
-      }
-      out.push_back({tid, -1, *policy, ps->comm});
-    }
-  }
-  return out;
-}
-
-Status move_workqueues(const Sysroot &root, FeederState &s) {
-  auto cur = root.read_value(k_wq_mask);
-  if (!cur) {
-    return {}; // no unbound workqueue cpumask on this kernel
-  }
-  if (auto st = root.write_value(k_wq_mask, s.housekeeping.mask_str()); !st) {
-    return st.error();
-  }
-  s.wq_cpumask_before = *cur;
-  return {};
-}
-
-// IRQs: the module steers them atomically; without it, /proc/irq one by one
-// with rollback.
-Status steer_irqs(const Sysroot &root, FeederState &s) {
-  if (root.exists(k_kmod_feeder)) {
-    if (auto st = root.write_value(k_kmod_feeder, s.cpus.str()); !st) {
-      return st.error();
-    }
-    s.irq_mode = "kmod";
-    return {};
-  }
-  s.irq_mode = "proc";
-  std::vector<std::string> files{"/proc/irq/default_smp_affinity"};
-  for (const auto &n : root.list_dir("/proc/irq")) {
-    if (!n.empty() && n.find_first_not_of("0123456789") == std::string::npos) {
-      files.push_back("/proc/irq/" + n + "/smp_affinity_list");
-    }
-  }
-  for (const auto &f : files) {
-    const bool hex = f.ends_with("default_smp_affinity");
-    auto cur = root.read_value(f);
-    if (!cur) {
-      continue;
-    }
-    CpuSet aff;
-    if (hex) {
-      aff = s.cpus; // always rewrite the default
-    } else if (auto c = parse_cpuset(*cur, f)) {
-      aff = *c;
-    }
-    if (!aff.intersects(s.cpus)) {
-      continue;
-    }
-    CpuSet to = hex ? s.housekeeping : aff - s.cpus;
-    if (to.empty()) {
-      to = s.housekeeping;
-    }
-    if (auto st = root.write_value(f, hex ? to.mask_str() : to.str()); !st) {
-      const int e = st.error().sys_errno;
-      if (e == EIO || e == EINVAL || e == EPERM) {
-        continue; // not movable (managed or per-CPU IRQ)
-      }
-      return st.error();
-    }
-    s.irqs.emplace_back(f, *cur);
-  }
-  return {};
-}
-
-void restore_irqs(const Sysroot &root, FeederState &s) {
-  if (s.irq_mode == "kmod") {
-    (void)root.write_value(k_kmod_feeder, "\n"); // sysfs drops empty writes
-  }
-  for (const auto &[file, before] : std::views::reverse(s.irqs)) {
-    (void)root.write_value(file, before);
-  }
-  s.irqs.clear();
-  s.irq_mode.clear();
-}
-
-// Housekeeping for s.cpus, in this order: IRQs, the unbound workqueue
-// cpumask, movable kthreads.  What changed is recorded in s.
-Status apply_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
-  if (auto st = steer_irqs(root, s); !st) {
-    return st;
-  }
-  if (auto st = move_workqueues(root, s); !st) {
-    return st;
-  }
-  move_kthreads(os, s);
-  return {};
-}
-
-// Undoes apply_housekeeping() exactly, in reverse order.  With the cpuset
-// mechanism the partition must be gone first: a kthread restored to CPUs a
-// partition still holds would get only the rest.
-void release_housekeeping(const Sysroot &root, FeederOs &os, FeederState &s) {
-  restore_threads(os, s);
-  restore_kthreads(os, s);
-  if (!s.wq_cpumask_before.empty()) {
-    (void)root.write_value(k_wq_mask, s.wq_cpumask_before);
-    s.wq_cpumask_before.clear();
-  }
-  restore_irqs(root, s);
-}
-
-// ---- sched_ext --------------------------------------------------------------
-
-#ifdef MLTUNE_HAVE_SCX
-Result<mltune_feeder_cfg> scx_cfg(const Sysroot &root, const FeederState &s) {
-  mltune_feeder_cfg c{};
-  struct stat st {};
-  const UniqueFd dir = detail::open_node(root, cgroup::path(s.cgroup), O_PATH | O_DIRECTORY);
-  if (!dir || ::fstat(dir.get(), &st) != 0) {
-    return sys_error(cgroup::path(s.cgroup), errno);
-  }
-  c.cgid = st.st_ino;
-  unsigned level = 0;
-  for (char ch : s.cgroup) {
-    level += ch == '/' ? 1U : 0U;
-  }
-  c.level = level;
-  for (unsigned cpu : s.cpus.cpus()) {
-    if (cpu >= MLTUNE_FEEDER_MAX_CPUS) {
-      return input_error("CPU " + std::to_string(cpu) + " beyond the scheduler's limit");
-    }
-    c.mask[cpu / 64] |= 1ULL << (cpu % 64);
-  }
-  return c;
-}
-#endif
-
-Status live_scx_attach(const Sysroot &root, const FeederState &s, bool update) {
-#ifdef MLTUNE_HAVE_SCX
-  auto c = scx_cfg(root, s);
-  if (!c) {
-    return c.error();
-  }
-  char err[256] = "";
-  mltune_feeder_cfg old{};
-  if (update && mltune_scx_read_cfg(k_pin_dir, &old, err, sizeof(err)) == 0) {
-    c->gen = old.gen + 1;
-  }
-  int ret = update ? mltune_scx_update(k_pin_dir, &*c, err, sizeof(err))
-                   : mltune_scx_attach(k_pin_dir, &*c, err, sizeof(err));
-  if (ret) {
-    return failure(err, -ret);
-  }
-  return {};
-#else
-  (void)root;
-  (void)s;
-  (void)update;
-  return failure("this mltunectl was built without the sched_ext scheduler");
-#endif
-}
-
-void live_scx_detach() {
-#ifdef MLTUNE_HAVE_SCX
-  char err[256];
-  (void)mltune_scx_detach(k_pin_dir, err, sizeof(err));
-#endif
-}
-
-// Used only when the sched_ext scheduler is built (MLTUNE_HAVE_SCX).
-[[maybe_unused]] std::string exit_kind_name(int k) {
-  switch (k) {
-  case 1: return "done";
-  case 64: return "unregistered";
-  case 65: return "unregistered from BPF";
-  case 66: return "unregistered from the kernel";
-  case 67: return "disabled by SysRq-S";
-  case 1024: return "runtime error";
-  case 1025: return "scheduler error";
-  case 1026: return "watchdog stall";
-  default: return "exit kind " + std::to_string(k);
-  }
-}
-
-[[maybe_unused]] std::string read_scx_state() {
-  std::string v;
-  if (FILE *f = std::fopen("/sys/kernel/sched_ext/state", "re")) {
-    char buf[64] = "";
-    if (std::fgets(buf, sizeof(buf), f) != nullptr) {
-      v = std::string(trim(buf));
-    }
-    std::fclose(f);
-  }
-  return v;
-}
-
-std::string live_scx_exit_reason() {
-#ifdef MLTUNE_HAVE_SCX
-  mltune_feeder_uei u{};
-  char err[256] = "";
-  // The kernel calls ops.exit while the state reads "disabling": wait for the
-  // exit info (up to 3 s) rather than report an ejection without its reason.
-  for (int i = 0; i < 150; ++i) {
-    const bool disabled = read_scx_state() == "disabled";
-    if (mltune_scx_read_uei(k_pin_dir, &u, err, sizeof(err)) != 0) {
-      return std::string("exit reason unavailable (") + err + ")";
-    }
-    if (u.kind != 0 || disabled) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (u.kind == 0) {
-    return "scheduler no longer active (no exit info)";
-  }
-  std::string r = exit_kind_name(u.kind);
-  if (u.reason[0] != '\0') {
-    r += ": " + std::string(u.reason, strnlen(u.reason, sizeof(u.reason)));
-  }
-  if (u.msg[0] != '\0') {
-    r += " (" + std::string(u.msg, strnlen(u.msg, sizeof(u.msg))) + ")";
-  }
-  return r;
-#else
-  return "unknown";
-#endif
-}
-
-bool scx_is_ours(const Sysroot &root) {
-  auto st = root.read_value(std::string(k_scx_dir) + "/state");
-  auto ops = root.read_value(std::string(k_scx_dir) + "/root/ops");
-  return st && *st == "enabled" && ops && *ops == k_scx_name;
-}
-
-void live_start_watcher() {
-  pid_t pid = ::fork();
-  if (pid != 0) {
-    return;
-  }
-  ::setsid();
-  pid_t pid2 = ::fork(); // detach completely: reparented to init
-  if (pid2 != 0) {
-    ::_exit(0);
-  }
-  // No inherited descriptor may stay open: a caller reading our output
-  // (sh's $(...)) waits for EOF on every copy of its pipe.
-  int fd = ::open("/dev/null", O_RDWR);
-  if (fd >= 0) {
-    ::dup2(fd, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    if (fd > 2) {
-      ::close(fd);
-    }
-  }
-  for (int i = 3; i < 1024; ++i) {
-    (void)::close(i);
-  }
-  ::execl("/proc/self/exe", "mltunectl", "feeder", "watch", static_cast<char *>(nullptr));
-  ::_exit(127);
-}
-
-bool live_scx_stats(FeederScxStats &out) {
-#ifdef MLTUNE_HAVE_SCX
-  mltune_feeder_stats s{};
-  char err[256];
-  if (mltune_scx_read_stats(k_pin_dir, &s, err, sizeof(err)) == 0) {
-    out = {s.foreign,    s.stray,       s.forced,     s.preempted, s.feeder_enq,
-           s.normal_enq, s.kthread_enq, s.rt_foreign, s.dl_foreign};
-    return true;
-  }
-#else
-  (void)out;
-#endif
-  return false;
-}
-
-std::vector<FeederIntruder> live_scx_intruders() {
-  std::vector<FeederIntruder> out;
-#ifdef MLTUNE_HAVE_SCX
-  std::vector<__u32> tids(MLTUNE_FEEDER_MAX_INTRUDERS);
-  std::vector<mltune_feeder_intruder> recs(MLTUNE_FEEDER_MAX_INTRUDERS);
-  char err[256];
-  const int n = mltune_scx_read_intruders(k_pin_dir, tids.data(), recs.data(), tids.size(), err, sizeof(err));
-  for (int i = 0; i < n; ++i) {
-    const auto &r = recs[static_cast<size_t>(i)];
-    out.push_back({static_cast<int>(tids[static_cast<size_t>(i)]), static_cast<int>(r.cpu), static_cast<int>(r.policy),
-                   std::string(r.comm, ::strnlen(r.comm, sizeof(r.comm)))});
-  }
-#endif
-  return out;
-}
-
-void live_scx_forget([[maybe_unused]] int tid) {
-#ifdef MLTUNE_HAVE_SCX
-  char err[256];
-  (void)mltune_scx_forget_intruder(k_pin_dir, static_cast<__u32>(tid), err, sizeof(err));
-#endif
-}
-
-class LiveFeederOs final : public FeederOs {
-public:
-  explicit LiveFeederOs(Sysroot root) : root_(std::move(root)), on_node_(root_.acts_on_node()) {}
-  std::vector<FeederTask> kthreads() override { return on_node_ ? mltune::kthreads(root_) : std::vector<FeederTask>{}; }
-  bool get_affinity(int pid, CpuSet &out) override { return mltune::get_affinity(pid, out); }
-  bool set_affinity(int pid, const CpuSet &cpus) override { return mltune::set_affinity(pid, cpus); }
-  Status scx_attach(const FeederState &s, bool update) override { return live_scx_attach(root_, s, update); }
-  void scx_detach() override { live_scx_detach(); }
-  std::string scx_exit_reason() override { return live_scx_exit_reason(); }
-  bool scx_stats(FeederScxStats &out) override { return live_scx_stats(out); }
-  std::vector<FeederIntruder> scx_intruders() override { return live_scx_intruders(); }
-  void scx_forget(int tid) override { live_scx_forget(tid); }
-  std::vector<FeederIntruder> threads(const std::string &feeder_cg) override {
-    return on_node_ ? live_threads(root_, feeder_cg) : std::vector<FeederIntruder>{};
-  }
-  void start_watcher() override {
-    if (on_node_) {
-      live_start_watcher();
-    }
-  }
-  void kmsg(const std::string &line) override { live_kmsg(line); }
-  Status while_busy(const CpuSet &cpus, const std::string &cg, const std::function<Status()> &fn,
-                    std::string &note) override {
-    return feeder::while_busy(root_, cpus, cg, fn, note);
-  }
-
-private:
-  Sysroot root_;
-  bool on_node_; // root_.acts_on_node(), read once: each asks the kernel four times
-};
+namespace {
 
 // Runtime change of the feeder CPUs ('feeder on --cpus NEW' while on).
 // sched_ext: the scheduler's map is rewritten first, in place (no reload;
@@ -996,12 +316,9 @@ Result<bool> check_locked(const Sysroot &root, FeederOs &os) {
 
 } // namespace
 
-std::unique_ptr<FeederOs> make_live_feeder_os(const Sysroot &root) {
-  return std::make_unique<LiveFeederOs>(root);
-}
-
 Result<bool> feeder_check(const Sysroot &root) {
-  LiveFeederOs os(root);
+  auto live = make_live_feeder_os(root);
+  FeederOs &os = *live;
   return feeder_check(root, os);
 }
 
@@ -1046,7 +363,8 @@ Result<int> feeder_contain(const Sysroot &root, FeederOs &os) {
 }
 
 Status feeder_watch(const Sysroot &root, unsigned period_ms) {
-  LiveFeederOs os(root);
+  auto live = make_live_feeder_os(root);
+  FeederOs &os = *live;
   std::uint64_t seen = 0;
   for (;;) {
     auto s = load_state(root);
@@ -1116,7 +434,8 @@ Result<FeederState> feeder_recorded(const Sysroot &root) {
 }
 
 Result<FeederStatus> feeder_status(const Sysroot &root) {
-  LiveFeederOs os(root);
+  auto live = make_live_feeder_os(root);
+  FeederOs &os = *live;
   if (root.acts_on_node()) {
     (void)feeder_check(root, os);
   }
@@ -1232,7 +551,8 @@ Result<FeederState> feeder_on(const Sysroot &root, const CpuSet &cpus, const Cpu
   if (auto st = feeder_reaches(root); !st) {
     return st.error();
   }
-  LiveFeederOs os(root);
+  auto live = make_live_feeder_os(root);
+  FeederOs &os = *live;
   return feeder_on(root, os, cpus, housekeeping, want);
 }
 
@@ -1287,7 +607,8 @@ Status feeder_off(const Sysroot &root) {
   if (auto st = feeder_reaches(root); !st) {
     return st;
   }
-  LiveFeederOs os(root);
+  auto live = make_live_feeder_os(root);
+  FeederOs &os = *live;
   return feeder_off(root, os);
 }
 
@@ -1322,11 +643,11 @@ Status feeder_inject_error(const Sysroot &root) {
   (void)root;
   mltune_feeder_cfg c{};
   char err[256] = "";
-  if (mltune_scx_read_cfg(k_pin_dir, &c, err, sizeof(err)) != 0) {
+  if (mltune_scx_read_cfg(feeder::k_pin_dir, &c, err, sizeof(err)) != 0) {
     return failure(err);
   }
   c.inject_error = 1;
-  if (mltune_scx_update(k_pin_dir, &c, err, sizeof(err)) != 0) {
+  if (mltune_scx_update(feeder::k_pin_dir, &c, err, sizeof(err)) != 0) {
     return failure(err);
   }
   return {};
