@@ -88,6 +88,11 @@ struct State {
   std::vector<std::pair<std::string, std::string>> partitions; // cgroup, cpus (created by mltune)
 };
 
+// The recorded state (state.cpp); empty when there is none. An empty state
+// removes the file.
+[[nodiscard]] Result<State> load_state(const Sysroot &root);
+[[nodiscard]] Status save_state(const Sysroot &root, const State &s);
+
 // Whether the run defers its state-file writes to the watcher's cache
 // (opt.defer_state with opt.watch; without a cache it writes them itself).
 bool deferred(const SchedOptions &opt);
