@@ -1,5 +1,6 @@
 // mltunectl nic show|diff|apply [IFACE]
 #include "cli.hpp"
+#include "reports.hpp"
 
 #include "mltune/node.hpp"
 
@@ -76,10 +77,6 @@ Result<std::vector<NicRule>> rules_for(Context &ctx, const NicArgs &a) {
   return rules;
 }
 
-nlohmann::json change_json(const NicChange &c) {
-  return {{"interface", c.ifname}, {"setting", c.key}, {"from", c.from}, {"to", c.to}, {"origin", c.origin}};
-}
-
 // An RPS mask (hex, as rps_cpus holds it) as the cpulist IRQ affinities are
 // shown in ("3" -> "0-1"); anything else as it is.
 std::string shown_value(const std::string &key, const std::string &v) {
@@ -93,15 +90,9 @@ std::string shown_value(const std::string &key, const std::string &v) {
 void print_changes(Context &ctx, const NicReport &r, bool applied) {
   const auto &changes = applied ? r.applied : r.plan.changes;
   if (ctx.json) {
-    nlohmann::json ch = nlohmann::json::array();
-    for (const auto &c : changes) {
-      ch.push_back(change_json(c));
-    }
-    nlohmann::json sk = nlohmann::json::array();
-    for (const auto &s : r.skipped) {
-      sk.push_back({{"interface", s.ifname}, {"setting", s.key}, {"why", s.why}});
-    }
-    ctx.emit({{applied ? "applied" : "changes", ch}, {"skipped", sk}, {"notes", r.notes}, {"dry_run", !applied}});
+    nlohmann::json j = nic_report_json(r, applied);
+    j["dry_run"] = !applied;
+    ctx.emit(j);
     return;
   }
   for (const auto &c : changes) {

@@ -1,5 +1,6 @@
 // mltunectl sched list|apply|watch|reset, and the top-level `watch` alias.
 #include "cli.hpp"
+#include "reports.hpp"
 
 #include "mltune/sched.hpp"
 
@@ -29,34 +30,6 @@ std::string mono_stamp() {
   char buf[40];
   std::snprintf(buf, sizeof(buf), "[%ld.%06ld]", static_cast<long>(ts.tv_sec), ts.tv_nsec / 1000);
   return buf;
-}
-
-nlohmann::json attr_json(const SchedAttr &a) {
-  nlohmann::json j{{"policy", std::string(to_string(a.policy))},
-                   {"reset_on_fork", (a.flags & k_sched_flag_reset_on_fork) != 0}};
-  if (a.policy == SchedPolicy::deadline) {
-    j["runtime_ns"] = a.runtime;
-    j["deadline_ns"] = a.deadline;
-    j["period_ns"] = a.period;
-    j["overrun_signal"] = (a.flags & k_sched_flag_dl_overrun) != 0;
-  } else if (a.policy == SchedPolicy::fifo || a.policy == SchedPolicy::rr) {
-    j["priority"] = a.priority;
-  } else {
-    j["nice"] = a.nice;
-  }
-  return j;
-}
-
-nlohmann::json action_json(const SchedAction &a) {
-  return {{"pid", a.pid},
-          {"tid", a.tid},
-          {"comm", a.comm},
-          {"rule", a.rule},
-          {"result", a.result},
-          {"before", attr_json(a.before)},
-          {"after", attr_json(a.after)},
-          {"cgroup", a.cgroup},
-          {"message", a.message}};
 }
 
 std::string action_line(const SchedAction &a) {
@@ -102,7 +75,7 @@ void report(Context &ctx, const SchedReport &rep, const char *what) {
   if (ctx.json) {
     nlohmann::json acts = nlohmann::json::array();
     for (const auto &a : rep.actions) {
-      acts.push_back(action_json(a));
+      acts.push_back(sched_action_json(a));
     }
     nlohmann::json doms = nlohmann::json::array();
     for (const auto &d : rep.domains) {
@@ -136,10 +109,11 @@ void run_list(Context &ctx, const SchedArgs &args) {
   if (ctx.json) {
     nlohmann::json rules = nlohmann::json::array();
     for (const auto &r : p->sched_rules) {
-      nlohmann::json j{{"name", r.name},       {"thread", r.thread}, {"thread_regex", r.thread_regex}, {"exe", r.exe},
-                       {"cmdline", r.cmdline}, {"cgroup", r.cgroup}, {"policy", attr_json(r.attr)},    {"cpus", r.cpus},
-                       {"reason", r.reason},   {"origin", r.origin}};
-      j["fallback"] = r.fallback ? attr_json(*r.fallback) : nlohmann::json();
+      nlohmann::json j{
+          {"name", r.name},       {"thread", r.thread}, {"thread_regex", r.thread_regex},    {"exe", r.exe},
+          {"cmdline", r.cmdline}, {"cgroup", r.cgroup}, {"policy", sched_attr_json(r.attr)}, {"cpus", r.cpus},
+          {"reason", r.reason},   {"origin", r.origin}};
+      j["fallback"] = r.fallback ? sched_attr_json(*r.fallback) : nlohmann::json();
       rules.push_back(j);
     }
     nlohmann::json threads = nlohmann::json::array();
@@ -150,7 +124,7 @@ void run_list(Context &ctx, const SchedArgs &args) {
                          {"cgroup", e.thread.cgroup},
                          {"rule", e.rule},
                          {"managed", e.managed},
-                         {"current", attr_json(e.attr)}});
+                         {"current", sched_attr_json(e.attr)}});
     }
     nlohmann::json doms = nlohmann::json::array();
     for (const auto &d : domains) {
@@ -257,7 +231,7 @@ void run_watch(Context &ctx, const SchedArgs &args) {
   const bool json = ctx.json;
   wo.sched.log = [&out, json](const SchedAction &a) {
     if (json) {
-      auto j = action_json(a);
+      auto j = sched_action_json(a);
       j["time"] = mono_stamp();
       out << j.dump() << std::endl;
     } else {

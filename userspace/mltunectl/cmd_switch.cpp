@@ -1,5 +1,6 @@
 // mltunectl switch PROFILE [--backend auto|kernel|direct]
 #include "cli.hpp"
+#include "reports.hpp"
 
 #include "mltune/boot.hpp"
 #include "mltune/node.hpp"
@@ -26,29 +27,10 @@ std::string_view action_name(PlanStep::Action a) {
   return "?";
 }
 
-nlohmann::json nic_json(const NicReport &r, bool applied) {
-  nlohmann::json ch = nlohmann::json::array();
-  for (const auto &c : applied ? r.applied : r.plan.changes) {
-    ch.push_back({{"interface", c.ifname}, {"setting", c.key}, {"from", c.from}, {"to", c.to}, {"origin", c.origin}});
-  }
-  nlohmann::json sk = nlohmann::json::array();
-  for (const auto &s : r.skipped) {
-    sk.push_back({{"interface", s.ifname}, {"setting", s.key}, {"why", s.why}});
-  }
-  return {{applied ? "applied" : "changes", ch}, {"skipped", sk}, {"notes", r.notes}};
-}
-
 nlohmann::json sched_json(const SchedReport &r) {
   nlohmann::json a = nlohmann::json::array();
   for (const auto &x : r.actions) {
-    a.push_back({{"pid", x.pid},
-                 {"tid", x.tid},
-                 {"comm", x.comm},
-                 {"rule", x.rule},
-                 {"result", x.result},
-                 {"before", x.before.describe()},
-                 {"after", x.after.describe()},
-                 {"message", x.message}});
+    a.push_back(sched_action_json(x));
   }
   return {{"actions", a}, {"notes", r.notes}};
 }
@@ -62,7 +44,7 @@ nlohmann::json step_domains_json(ProfileSwitch &sw, bool dry_run) {
                   ? nlohmann::json(nullptr)
                   : nlohmann::json{{"fragment", sw.boot().fragment()}, {"reboot_pending", sw.boot().changed()}};
   const auto &nic = dry_run ? sw.nic().planned() : sw.nic().applied();
-  d["nic"] = nic ? nic_json(*nic, !dry_run) : nlohmann::json(nullptr);
+  d["nic"] = nic ? nic_report_json(*nic, !dry_run) : nlohmann::json(nullptr);
   d["sched"] = sw.sched().applied() ? sched_json(*sw.sched().applied()) : nlohmann::json(nullptr);
   return d;
 }
