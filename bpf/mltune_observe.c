@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Loaders of the noise and drift programs; see mltune_observe.h. */
 #include "mltune_observe.h"
+#include "mltune_loader.h"
 #include "mltune_noise.skel.h"
 #include "mltune_drift.skel.h"
 
@@ -13,33 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#ifndef BPF_FS_MAGIC
-#define BPF_FS_MAGIC 0xcafe4a11
-#endif
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret < 0 ? ret : -ret;
-}
-
-static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level != LIBBPF_DEBUG && getenv("MLTUNE_BPF_DEBUG"))
-		return vfprintf(stderr, fmt, ap);
-	return 0;
-}
 
 static void add_missing(char *missing, size_t len, const char *name)
 {
@@ -97,8 +73,8 @@ static int prune(struct bpf_object *obj, const char *const *required,
 		if (target_exists(vmlinux, prog))
 			continue;
 		if (is_required(name, required)) {
-			ret = fail(err, errlen, ENOENT, "%s: the kernel has no %s",
-				   name, bpf_program__section_name(prog));
+			ret = mltune_bpf_fail(err, errlen, ENOENT, "%s: the kernel has no %s",
+					      name, bpf_program__section_name(prog));
 			break;
 		}
 		bpf_program__set_autoload(prog, false);
@@ -124,7 +100,7 @@ static int attach_all(struct bpf_object *obj, struct bpf_link **links, int nlink
 		const char *name = bpf_program__name(prog);
 
 		if (i >= nlinks)
-			return fail(err, errlen, E2BIG, "too many programs");
+			return mltune_bpf_fail(err, errlen, E2BIG, "too many programs");
 		links[i] = NULL;
 		if (bpf_program__autoload(prog)) {
 			links[i] = bpf_program__attach(prog);
@@ -132,8 +108,8 @@ static int attach_all(struct bpf_object *obj, struct bpf_link **links, int nlink
 				int e = errno;
 
 				if (is_required(name, required))
-					return fail(err, errlen, e, "attach %s: %s", name,
-						    strerror(e));
+					return mltune_bpf_fail(err, errlen, e, "attach %s: %s",
+							       name, strerror(e));
 				add_missing(missing, missing_len, name);
 			}
 		}
@@ -181,13 +157,14 @@ int mltune_noise_open(struct mltune_noise **out, const struct mltune_noise_cfg *
 	int ret;
 
 	*out = NULL;
-	libbpf_set_print(libbpf_quiet);
+	libbpf_set_print(mltune_bpf_log);
 	n = calloc(1, sizeof(*n));
 	if (!n)
-		return fail(err, errlen, ENOMEM, "out of memory");
+		return mltune_bpf_fail(err, errlen, ENOMEM, "out of memory");
 	n->skel = mltune_noise_bpf__open();
 	if (!n->skel) {
-		ret = fail(err, errlen, errno, "open the noise BPF object: %s", strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "open the noise BPF object: %s",
+				      strerror(errno));
 		goto out;
 	}
 	ret = prune(n->skel->obj, noise_required, missing, missing_len, err, errlen);
@@ -195,8 +172,8 @@ int mltune_noise_open(struct mltune_noise **out, const struct mltune_noise_cfg *
 		goto out;
 	ret = mltune_noise_bpf__load(n->skel);
 	if (ret) {
-		fail(err, errlen, ret, "load the noise BPF programs (verifier): %s",
-		     strerror(-ret));
+		mltune_bpf_fail(err, errlen, ret, "load the noise BPF programs (verifier): %s",
+				strerror(-ret));
 		goto out;
 	}
 	ret = mltune_noise_set_cfg(n, cfg, err, errlen);
@@ -219,7 +196,8 @@ int mltune_noise_set_cfg(struct mltune_noise *n, const struct mltune_noise_cfg *
 	__u32 zero = 0;
 
 	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.cfg), &zero, cfg, BPF_ANY))
-		return fail(err, errlen, errno, "write the noise cfg: %s", strerror(errno));
+		return mltune_bpf_fail(err, errlen, errno, "write the noise cfg: %s",
+				       strerror(errno));
 	return 0;
 }
 
@@ -244,7 +222,8 @@ int mltune_noise_read(struct mltune_noise *n,
 		prev = &k;
 	}
 	if (errno != ENOENT)
-		return fail(err, errlen, errno, "read the noise counts: %s", strerror(errno));
+		return mltune_bpf_fail(err, errlen, errno, "read the noise counts: %s",
+				       strerror(errno));
 	return 0;
 }
 
@@ -254,11 +233,11 @@ int mltune_noise_read_pcpu(struct mltune_noise *n, struct mltune_noise_pcpu *out
 	__u32 zero = 0;
 
 	if (ncpu != libbpf_num_possible_cpus())
-		return fail(err, errlen, EINVAL, "possible CPUs: %d, not %d",
-			    libbpf_num_possible_cpus(), ncpu);
+		return mltune_bpf_fail(err, errlen, EINVAL, "possible CPUs: %d, not %d",
+				       libbpf_num_possible_cpus(), ncpu);
 	if (bpf_map_lookup_elem(bpf_map__fd(n->skel->maps.pcpu), &zero, out))
-		return fail(err, errlen, errno, "read the per-CPU noise state: %s",
-			    strerror(errno));
+		return mltune_bpf_fail(err, errlen, errno, "read the per-CPU noise state: %s",
+				       strerror(errno));
 	return 0;
 }
 
@@ -273,16 +252,16 @@ static const char *const drift_required[] = {
 /* bpffs at /sys/fs/bpf (mounted when missing), then the pin directory. */
 static int ensure_pin_dir(const char *pin_dir, char *err, size_t errlen)
 {
-	struct statfs st;
+	int ret = mltune_bpf_mount_fs(err, errlen);
 
-	if (statfs("/sys/fs/bpf", &st) == 0 && st.f_type != BPF_FS_MAGIC &&
-	    mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") != 0)
-		return fail(err, errlen, errno, "mount bpffs on /sys/fs/bpf: %s", strerror(errno));
+	if (ret)
+		return ret;
 	if (mkdir(pin_dir, 0700) != 0) {
 		if (errno == EEXIST)
-			return fail(err, errlen, EEXIST, "%s exists: the drift watcher is running",
-				    pin_dir);
-		return fail(err, errlen, errno, "mkdir %s: %s", pin_dir, strerror(errno));
+			return mltune_bpf_fail(err, errlen, EEXIST,
+					       "%s exists: the drift watcher is running", pin_dir);
+		return mltune_bpf_fail(err, errlen, errno, "mkdir %s: %s", pin_dir,
+				       strerror(errno));
 	}
 	return 0;
 }
@@ -296,18 +275,19 @@ int mltune_drift_stop(const char *pin_dir, char *err, size_t errlen)
 
 	d = opendir(pin_dir);
 	if (!d)
-		return errno == ENOENT ? 0 : fail(err, errlen, errno, "%s: %s", pin_dir,
-						   strerror(errno));
+		return errno == ENOENT ? 0 : mltune_bpf_fail(err, errlen, errno, "%s: %s", pin_dir,
+							     strerror(errno));
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", pin_dir, de->d_name);
 		if (unlink(path) != 0 && !ret)
-			ret = fail(err, errlen, errno, "unpin %s: %s", path, strerror(errno));
+			ret = mltune_bpf_fail(err, errlen, errno, "unpin %s: %s", path,
+					      strerror(errno));
 	}
 	closedir(d);
 	if (rmdir(pin_dir) != 0 && !ret)
-		ret = fail(err, errlen, errno, "rmdir %s: %s", pin_dir, strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "rmdir %s: %s", pin_dir, strerror(errno));
 	return ret;
 }
 
@@ -321,21 +301,23 @@ int mltune_drift_start(const char *pin_dir, const struct mltune_drift_cfg *cfg,
 	__u32 zero = 0;
 	int ret, i;
 
-	libbpf_set_print(libbpf_quiet);
+	libbpf_set_print(mltune_bpf_log);
 	skel = mltune_drift_bpf__open();
 	if (!skel)
-		return fail(err, errlen, errno, "open the drift BPF object: %s", strerror(errno));
+		return mltune_bpf_fail(err, errlen, errno, "open the drift BPF object: %s",
+				       strerror(errno));
 	ret = prune(skel->obj, drift_required, missing, missing_len, err, errlen);
 	if (ret)
 		goto out;
 	ret = mltune_drift_bpf__load(skel);
 	if (ret) {
-		fail(err, errlen, ret, "load the drift BPF programs (verifier): %s",
-		     strerror(-ret));
+		mltune_bpf_fail(err, errlen, ret, "load the drift BPF programs (verifier): %s",
+				strerror(-ret));
 		goto out;
 	}
 	if (bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &zero, cfg, BPF_ANY)) {
-		ret = fail(err, errlen, errno, "write the drift cfg: %s", strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "write the drift cfg: %s",
+				      strerror(errno));
 		goto out;
 	}
 	ret = ensure_pin_dir(pin_dir, err, errlen);
@@ -348,7 +330,7 @@ int mltune_drift_start(const char *pin_dir, const struct mltune_drift_cfg *cfg,
 		ret = bpf_map__pin(skel->maps.cfg, path);
 	}
 	if (ret) {
-		fail(err, errlen, ret, "pin %s: %s", path, strerror(-ret));
+		mltune_bpf_fail(err, errlen, ret, "pin %s: %s", path, strerror(-ret));
 		goto unpin;
 	}
 	ret = attach_all(skel->obj, links, DRIFT_MAX_PROGS, drift_required, missing,
@@ -362,7 +344,8 @@ int mltune_drift_start(const char *pin_dir, const struct mltune_drift_cfg *cfg,
 				 bpf_program__name(prog));
 			ret = bpf_link__pin(links[i], path);
 			if (ret) {
-				fail(err, errlen, ret, "pin %s: %s", path, strerror(-ret));
+				mltune_bpf_fail(err, errlen, ret, "pin %s: %s", path,
+						strerror(-ret));
 				goto unpin;
 			}
 		}
@@ -399,7 +382,7 @@ int mltune_drift_read(const char *pin_dir,
 	snprintf(path, sizeof(path), "%s/writes", pin_dir);
 	fd = bpf_obj_get(path);
 	if (fd < 0)
-		return fail(err, errlen, errno, "%s: %s", path, strerror(errno));
+		return mltune_bpf_fail(err, errlen, errno, "%s: %s", path, strerror(errno));
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		if (bpf_map_lookup_elem(fd, &next, &r) == 0) {
 			ret = fn(ctx, &next, &r);
@@ -410,7 +393,7 @@ int mltune_drift_read(const char *pin_dir,
 		prev = &k;
 	}
 	if (!ret && errno != ENOENT)
-		ret = fail(err, errlen, errno, "read %s: %s", path, strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "read %s: %s", path, strerror(errno));
 	close(fd);
 	return ret;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Loader of the mltune feeder sched_ext scheduler; see mltune_scx.h. */
 #include "mltune_scx.h"
+#include "mltune_loader.h"
 #include "mltune_feeder.skel.h"
 
 #include <bpf/bpf.h>
@@ -9,26 +10,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#ifndef BPF_FS_MAGIC
-#define BPF_FS_MAGIC 0xcafe4a11
-#endif
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return ret < 0 ? ret : -ret;
-}
 
 static void pin_path(char *buf, size_t len, const char *dir, const char *name)
 {
@@ -38,22 +21,13 @@ static void pin_path(char *buf, size_t len, const char *dir, const char *name)
 /* bpffs at /sys/fs/bpf (mounted when missing), then the pin directory. */
 static int ensure_pin_dir(const char *pin_dir, char *err, size_t errlen)
 {
-	struct statfs st;
+	int ret = mltune_bpf_mount_fs(err, errlen);
 
-	if (statfs("/sys/fs/bpf", &st) == 0 && st.f_type != BPF_FS_MAGIC &&
-	    mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") != 0)
-		return fail(err, errlen, errno, "mount bpffs on /sys/fs/bpf: %s", strerror(errno));
+	if (ret)
+		return ret;
 	if (mkdir(pin_dir, 0700) != 0 && errno != EEXIST)
-		return fail(err, errlen, errno, "mkdir %s: %s", pin_dir, strerror(errno));
-	return 0;
-}
-
-static int libbpf_silent(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_WARN && getenv("MLTUNE_BPF_DEBUG"))
-		return vfprintf(stderr, fmt, ap);
-	if (level != LIBBPF_DEBUG && getenv("MLTUNE_BPF_DEBUG"))
-		return vfprintf(stderr, fmt, ap);
+		return mltune_bpf_fail(err, errlen, errno, "mkdir %s: %s", pin_dir,
+				       strerror(errno));
 	return 0;
 }
 
@@ -66,26 +40,28 @@ int mltune_scx_attach(const char *pin_dir, const struct mltune_feeder_cfg *cfg,
 	__u32 zero = 0;
 	int ret;
 
-	libbpf_set_print(libbpf_silent);
+	libbpf_set_print(mltune_bpf_log);
 	ret = ensure_pin_dir(pin_dir, err, errlen);
 	if (ret)
 		return ret;
 	pin_path(path, sizeof(path), pin_dir, "link");
 	if (access(path, F_OK) == 0)
-		return fail(err, errlen, EEXIST, "%s exists: the scheduler is already attached", path);
+		return mltune_bpf_fail(err, errlen, EEXIST,
+				       "%s exists: the scheduler is already attached", path);
 
 	skel = mltune_feeder__open();
 	if (!skel)
-		return fail(err, errlen, errno, "open BPF object: %s", strerror(errno));
+		return mltune_bpf_fail(err, errlen, errno, "open BPF object: %s", strerror(errno));
 	ret = mltune_feeder__load(skel);
 	if (ret) {
-		fail(err, errlen, ret, "load BPF scheduler (verifier or kernel without sched_ext): %s",
-		     strerror(-ret));
+		mltune_bpf_fail(err, errlen, ret,
+				"load BPF scheduler (verifier or kernel without sched_ext): %s",
+				strerror(-ret));
 		goto out;
 	}
 	ret = bpf_map_update_elem(bpf_map__fd(skel->maps.cfg), &zero, cfg, BPF_ANY);
 	if (ret) {
-		fail(err, errlen, errno, "write cfg: %s", strerror(errno));
+		mltune_bpf_fail(err, errlen, errno, "write cfg: %s", strerror(errno));
 		goto out;
 	}
 	/* Pin the maps first: user space must reach them once attached. */
@@ -104,21 +80,22 @@ int mltune_scx_attach(const char *pin_dir, const struct mltune_feeder_cfg *cfg,
 		ret = bpf_map__pin(skel->maps.intruders, path);
 	}
 	if (ret) {
-		fail(err, errlen, ret, "pin maps in %s: %s", pin_dir, strerror(-ret));
+		mltune_bpf_fail(err, errlen, ret, "pin maps in %s: %s", pin_dir, strerror(-ret));
 		goto unpin;
 	}
 	link = bpf_map__attach_struct_ops(skel->maps.mltune_feeder_ops);
 	if (!link) {
 		ret = -errno;
-		fail(err, errlen, ret, "attach sched_ext scheduler: %s%s", strerror(-ret),
-		     ret == -EINVAL ? " (isolcpus= domain isolation active?)" :
-		     ret == -EBUSY ? " (another sched_ext scheduler is active)" : "");
+		mltune_bpf_fail(err, errlen, ret, "attach sched_ext scheduler: %s%s",
+				strerror(-ret),
+				ret == -EINVAL ? " (isolcpus= domain isolation active?)" :
+				ret == -EBUSY ? " (another sched_ext scheduler is active)" : "");
 		goto unpin;
 	}
 	pin_path(path, sizeof(path), pin_dir, "link");
 	ret = bpf_link__pin(link, path);
 	if (ret) {
-		fail(err, errlen, ret, "pin link %s: %s", path, strerror(-ret));
+		mltune_bpf_fail(err, errlen, ret, "pin link %s: %s", path, strerror(-ret));
 		bpf_link__destroy(link);
 		goto unpin;
 	}
@@ -140,8 +117,9 @@ int mltune_scx_attach(const char *pin_dir, const struct mltune_feeder_cfg *cfg,
 		bpf_link__destroy(link);
 	}
 	if (ret) {
-		fail(err, errlen, ret, "attach the real-time guard (tp_btf/sched_switch): %s",
-		     strerror(-ret));
+		mltune_bpf_fail(err, errlen, ret,
+				"attach the real-time guard (tp_btf/sched_switch): %s",
+				strerror(-ret));
 		pin_path(path, sizeof(path), pin_dir, "link");
 		unlink(path);
 		goto unpin;
@@ -166,7 +144,7 @@ static int open_map(const char *pin_dir, const char *name, char *err, size_t err
 	pin_path(path, sizeof(path), pin_dir, name);
 	fd = bpf_obj_get(path);
 	if (fd < 0)
-		return fail(err, errlen, errno, "%s: %s", path, strerror(errno));
+		return mltune_bpf_fail(err, errlen, errno, "%s: %s", path, strerror(errno));
 	return fd;
 }
 
@@ -180,7 +158,7 @@ int mltune_scx_update(const char *pin_dir, const struct mltune_feeder_cfg *cfg,
 	if (fd < 0)
 		return fd;
 	if (bpf_map_update_elem(fd, &zero, cfg, BPF_ANY))
-		ret = fail(err, errlen, errno, "update cfg: %s", strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "update cfg: %s", strerror(errno));
 	close(fd);
 	return ret;
 }
@@ -194,7 +172,7 @@ static int lookup(const char *pin_dir, const char *name, void *val, char *err, s
 	if (fd < 0)
 		return fd;
 	if (bpf_map_lookup_elem(fd, &zero, val))
-		ret = fail(err, errlen, errno, "read %s: %s", name, strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "read %s: %s", name, strerror(errno));
 	close(fd);
 	return ret;
 }
@@ -219,7 +197,7 @@ int mltune_scx_read_stats(const char *pin_dir, struct mltune_feeder_stats *sum,
 	int ret, i;
 
 	if (ncpu <= 0 || ncpu > MLTUNE_FEEDER_MAX_CPUS)
-		return fail(err, errlen, EINVAL, "possible CPUs: %d", ncpu);
+		return mltune_bpf_fail(err, errlen, EINVAL, "possible CPUs: %d", ncpu);
 	ret = lookup(pin_dir, "stats", per, err, errlen);
 	if (ret)
 		return ret;
@@ -258,7 +236,7 @@ int mltune_scx_read_intruders(const char *pin_dir, __u32 *tids,
 		ret = bpf_map_get_next_key(fd, &key, &next);
 	}
 	if (ret && errno != ENOENT) {
-		ret = fail(err, errlen, errno, "read intruders: %s", strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "read intruders: %s", strerror(errno));
 		close(fd);
 		return ret;
 	}
@@ -274,7 +252,8 @@ int mltune_scx_forget_intruder(const char *pin_dir, __u32 tid, char *err, size_t
 	if (fd < 0)
 		return fd;
 	if (bpf_map_delete_elem(fd, &tid) && errno != ENOENT)
-		ret = fail(err, errlen, errno, "forget intruder %u: %s", tid, strerror(errno));
+		ret = mltune_bpf_fail(err, errlen, errno, "forget intruder %u: %s", tid,
+				      strerror(errno));
 	close(fd);
 	return ret;
 }
@@ -291,7 +270,8 @@ int mltune_scx_detach(const char *pin_dir, char *err, size_t errlen)
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		pin_path(path, sizeof(path), pin_dir, names[i]);
 		if (unlink(path) != 0 && errno != ENOENT && !ret)
-			ret = fail(err, errlen, errno, "unpin %s: %s", path, strerror(errno));
+			ret = mltune_bpf_fail(err, errlen, errno, "unpin %s: %s", path,
+					      strerror(errno));
 	}
 	rmdir(pin_dir);
 	return ret;
