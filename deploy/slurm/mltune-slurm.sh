@@ -59,6 +59,10 @@ if [ -r "$mlt_conf" ]; then
 	unset _mlt_saved
 fi
 MLT_PREFIX=${MLTUNE_SLURM_FEATURE_PREFIX:-mltune_}
+# A profile name after the prefix, as a basic regular expression (grep,
+# sed): a letter or digit, then letters, digits, '_' and '-'. mltunectl
+# enforces the rest of its rule (the length) and says so.
+MLT_NAME_BRE='[A-Za-z0-9][A-Za-z0-9_-]*'
 MLT_CTL=${MLTUNE_SLURM_MLTUNECTL:-mltunectl}
 MLT_STATE=${MLTUNE_SLURM_STATE:-/run/mltune/slurm}
 MLT_NODE_CONFIG=${MLTUNE_SLURM_NODE_CONFIG:-/etc/mltune/mltune.toml}
@@ -119,7 +123,7 @@ mlt_default_profile() {
 # conformance features of node-features) ask for none.
 mlt_profiles_of() {
 	printf '%s\n' "$1" | tr -c 'A-Za-z0-9_*!.=-' '\n' |
-		sed -n "s/^${MLT_PREFIX}\([A-Za-z0-9][A-Za-z0-9_-]*\)\(\*[0-9]*\)\{0,1\}\$/\1/p" |
+		sed -n "s/^${MLT_PREFIX}\(${MLT_NAME_BRE}\)\(\*[0-9]*\)\{0,1\}\$/\1/p" |
 		grep -v '^conf_' | awk '!seen[$0]++'
 }
 
