@@ -4,12 +4,12 @@
 #include "mltune/config.hpp"
 
 #include "base/state_file.hpp"
-#include "config/revert.hpp"
 #include "mltune/node.hpp"
 #include "mltune/node_steps.hpp"
 #include "mltune/pool.hpp"
 #include "mltune/switch.hpp"
 #include "mltune/transaction.hpp"
+#include "node/config_revert.hpp"
 #include "switch/baseline.hpp"
 
 #include <nlohmann/json.hpp>

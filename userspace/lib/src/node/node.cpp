@@ -3,7 +3,6 @@
 #include "mltune/node.hpp"
 
 #include "base/file_lock.hpp"
-#include "config/revert.hpp"
 #include "mltune/boot.hpp"
 #include "mltune/compare.hpp"
 #include "mltune/config.hpp"
@@ -12,6 +11,7 @@
 #include "mltune/parse.hpp"
 #include "mltune/persist.hpp"
 #include "mltune/pool.hpp"
+#include "node/config_revert.hpp"
 #include "switch/baseline.hpp"
 #include "switch/undo.hpp"
 
