@@ -4,7 +4,6 @@
 #include "base/dirents.hpp"
 #include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
-#include "mltune/service.hpp"
 
 #include <algorithm>
 #include <array>
@@ -179,23 +178,22 @@ std::filesystem::path real_path(const std::filesystem::path &p, std::error_code 
   return *host;
 }
 
+namespace {
+TaskNameSource *g_source = nullptr; // see install_task_name_source()
+} // namespace
+
+void install_task_name_source(TaskNameSource *source) {
+  g_source = source;
+}
+
 std::vector<TaskName> task_names(const Sysroot &root) {
-  ThreadIndex *index = installed_thread_index();
-  if (index == nullptr || index->root().root() != root.root()) {
+  auto named = g_source != nullptr ? g_source->names(root) : std::nullopt;
+  if (!named) {
     return scan_task_names(root);
   }
-  auto threads = index->threads();
-  if (!threads) {
-    return scan_task_names(root);
-  }
-  std::vector<TaskName> out;
-  out.reserve(threads->size());
-  for (auto &[tid, t] : *threads) {
-    out.push_back({t.pid, tid, std::move(t.comm)});
-  }
-  std::sort(out.begin(), out.end(),
+  std::sort(named->begin(), named->end(),
             [](const TaskName &a, const TaskName &b) { return a.pid != b.pid ? a.pid < b.pid : a.tid < b.tid; });
-  return out;
+  return std::move(*named);
 }
 
 } // namespace mltune::proc

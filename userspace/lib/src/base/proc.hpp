@@ -89,8 +89,26 @@ std::vector<TaskName> scan_task_names(const Sysroot &root);
 // root's Sysroot::resolve().
 std::filesystem::path real_path(const std::filesystem::path &p, std::error_code &ec);
 
-// The same list from the resident thread index when this process keeps one
-// for `root` (mltunectl serve: ThreadIndex, mltune/service.hpp), else the scan.
+// A source of the node's thread names other than the scan: the resident
+// thread index a long-lived process keeps (mltunectl serve's ThreadIndex,
+// mltune/service.hpp, installs one).  names(): the list for `root` in any
+// order, or nullopt where the source does not cover that tree or cannot
+// answer now (then the scan runs).
+class TaskNameSource {
+public:
+  TaskNameSource() = default;
+  TaskNameSource(const TaskNameSource &) = delete;
+  TaskNameSource &operator=(const TaskNameSource &) = delete;
+  virtual ~TaskNameSource() = default;
+  virtual std::optional<std::vector<TaskName>> names(const Sysroot &root) = 0;
+};
+
+// The process's one source (nullptr: none); set by the thread that installs
+// it before others ask, cleared before it goes.
+void install_task_name_source(TaskNameSource *source);
+
+// The same list from the installed source where it answers for `root`,
+// else the scan.
 std::vector<TaskName> task_names(const Sysroot &root);
 
 } // namespace mltune::proc

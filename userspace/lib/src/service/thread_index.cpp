@@ -106,15 +106,39 @@ Result<std::vector<std::pair<int, ThreadIndex::Thread>>> ThreadIndex::threads() 
 }
 
 namespace {
-ThreadIndex *g_index = nullptr; // the process's one index; set by mltunectl serve's thread only
+
+// The installed index as base's source of thread names (proc::task_names).
+class IndexNames final : public proc::TaskNameSource {
+public:
+  ThreadIndex *index = nullptr;
+  std::optional<std::vector<proc::TaskName>> names(const Sysroot &root) override {
+    if (index == nullptr || index->root().root() != root.root()) {
+      return std::nullopt;
+    }
+    auto threads = index->threads();
+    if (!threads) {
+      return std::nullopt;
+    }
+    std::vector<proc::TaskName> out;
+    out.reserve(threads->size());
+    for (auto &[tid, t] : *threads) {
+      out.push_back({t.pid, tid, std::move(t.comm)});
+    }
+    return out;
+  }
+};
+
+IndexNames g_names; // the process's one; set by mltunectl serve's thread only
+
 } // namespace
 
 void install_thread_index(ThreadIndex *index) {
-  g_index = index;
+  g_names.index = index;
+  proc::install_task_name_source(index != nullptr ? &g_names : nullptr);
 }
 
 ThreadIndex *installed_thread_index() {
-  return g_index;
+  return g_names.index;
 }
 
 } // namespace mltune
