@@ -1,5 +1,5 @@
 // The node as one unit (mltune/node.hpp): the profile switch over every
-// domain, the check of every domain, status and off.
+// domain, the check of every domain, status, off and switch baseline.
 #include "mltune/node.hpp"
 
 #include "base/file_lock.hpp"
