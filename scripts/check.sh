@@ -60,12 +60,20 @@ count() { # count PASSED FAILED SKIPPED
 
 # stage NAME CMD...: one checked step; its output goes to build/check/NAME.log
 # The background fetch of kernels and headers (started with the build):
-# its exit status, its output into the stage's log.
+# its exit status, its output into the stage's log. The status comes from
+# the file the fetch writes last, not from wait: a job started before the
+# guest lane's 'set -m' can be reaped with its status dropped (bash 5.2
+# answered "wait: pid N is not a child of this shell", 127, on a cold
+# cache, where the fetch outlives the build). Until the fetch is gone, it
+# is waited for.
 fetch_wait() {
-	local rc=0
-	wait "$fetch_pid" || rc=$?
+	wait "$fetch_pid" 2>/dev/null
+	while kill -0 "$fetch_pid" 2>/dev/null; do sleep 1; done
 	cat "$LOGS/fetch-kernels.out"
-	return $rc
+	local rc
+	rc=$(cat "$LOGS/fetch-kernels.rc" 2>/dev/null) ||
+		{ echo "the kernel fetch ended without its status"; return 1; }
+	return "$rc"
 }
 
 stage() {
@@ -332,11 +340,14 @@ if [ "$vm_only" = 0 ]; then
 	# into the cache (downloads and unpacking, minutes on a fresh cache,
 	# nothing on a warm one) while user space compiles; each fetch holds a
 	# lock, so a module build or a guest that needs one first waits for it.
+	rm -f "$LOGS/fetch-kernels.rc"
 	(
-		for s in $kernels; do scripts/kernels.sh headers "$s" >/dev/null; done
+		rc=0
+		for s in $kernels; do scripts/kernels.sh headers "$s" >/dev/null || rc=1; done
 		for s in $kernels; do
-			[ "$(scripts/kernels.sh use "$s")" = build ] || scripts/kernels.sh fetch "$s" >/dev/null
+			[ "$(scripts/kernels.sh use "$s")" = build ] || scripts/kernels.sh fetch "$s" >/dev/null || rc=1
 		done
+		echo "$rc" >"$LOGS/fetch-kernels.rc"
 	) >"$LOGS/fetch-kernels.out" 2>&1 &
 	fetch_pid=$!
 	stage build-userspace make -s userspace
