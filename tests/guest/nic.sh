@@ -21,12 +21,17 @@ state() { # a fingerprint of both NICs as ethtool sees them
 	cur -l eth1 Combined
 	for i in $(ls /sys/class/net/eth1/queues | grep rx-); do cat /sys/class/net/eth1/queues/$i/rps_cpus; done
 }
+# msi_irqs IF: every MSI IRQ of IF's PCI device (virtio-net's is the
+# device's parent), as the kernel numbers them now
+msi_irqs() {
+	d=$(readlink -f /sys/class/net/$1/device); [ -d "$d/msi_irqs" ] || d=$(dirname "$d")
+	ls "$d/msi_irqs"
+}
 # every MSI IRQ of IF's PCI device is pinned to one CPU in LO-HI (the
 # boot default spans every CPU, so an untouched IRQ fails this)
 irqs_pinned() {
-	d=$(readlink -f /sys/class/net/$1/device); [ -d "$d/msi_irqs" ] || d=$(dirname "$d")
 	n=0
-	for irq in $(ls "$d/msi_irqs"); do
+	for irq in $(msi_irqs "$1"); do
 		c=$(cat /proc/irq/$irq/smp_affinity_list)
 		case $c in *[!0-9]*|'') echo "# $1: irq $irq on $c, not one CPU"; return 1 ;; esac
 		[ "$c" -ge "$2" ] && [ "$c" -le "$3" ] || { echo "# $1: irq $irq on CPU $c, not in $2-$3"; return 1; }
@@ -38,8 +43,7 @@ irqs_pinned() {
 # every MSI IRQ of both NICs with its CPUs
 irq_state() {
 	for i in eth0 eth1; do
-		d=$(readlink -f /sys/class/net/$i/device); [ -d "$d/msi_irqs" ] || d=$(dirname "$d")
-		for irq in $(ls "$d/msi_irqs"); do echo "$i irq $irq $(cat /proc/irq/$irq/smp_affinity_list)"; done
+		for irq in $(msi_irqs $i); do echo "$i irq $irq $(cat /proc/irq/$irq/smp_affinity_list)"; done
 	done
 }
 
