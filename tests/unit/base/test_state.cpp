@@ -1,4 +1,5 @@
-// StateFile<T> and FileLock on a fake sysroot.
+// StateFile<T>, the node baseline and FileLock on a fake sysroot.
+#include "base/baseline.hpp"
 #include "base/cgroup.hpp"
 #include "base/file_lock.hpp"
 #include "base/state_file.hpp"
@@ -80,6 +81,54 @@ TEST(StateFile, CorruptOrNewerIsALoudError) {
   auto r = k_demo.load(f.root());
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("version 3 is newer"), std::string::npos) << r.error().message;
+}
+
+TEST(NodeBaseline, OneRecordPerDomainByName) {
+  test::FakeSysroot f;
+  auto b = detail::load_baseline(f.root());
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_TRUE(b->empty());
+  b->set("nic", nlohmann::json::array({{{"ifname", "eth0"}, {"key", "rx"}, {"value", "512"}}}));
+  b->set("modules", nlohmann::json::array({"tcp_bbr"}));
+  ASSERT_TRUE(detail::save_baseline(f.root(), *b));
+  auto again = detail::load_baseline(f.root());
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(again->record("modules"), nlohmann::json::array({"tcp_bbr"}));
+  EXPECT_EQ(again->record("nic")[0]["value"], "512");
+  EXPECT_TRUE(again->record("knobs").is_null());
+  EXPECT_EQ(nlohmann::json::parse(f.get(k_baseline_file))["version"], 3);
+  // An empty record removes its domain; no record left removes the file.
+  again->set("nic", nlohmann::json::array());
+  again->set("modules", nullptr);
+  EXPECT_TRUE(again->empty());
+  ASSERT_TRUE(detail::save_baseline(f.root(), *again));
+  EXPECT_FALSE(f.root().exists(k_baseline_file));
+}
+
+TEST(NodeBaseline, VersionTwoLoadsAsTheKnobsRecordAndUnknownDomainsAreKept) {
+  test::FakeSysroot f;
+  f.set(k_baseline_file, R"({"version": 2, "active": "training",
+    "baseline": [{"path": "/proc/sys/vm/swappiness", "value": "60"}],
+    "nic": [], "modules": ["tcp_bbr"]})");
+  auto b = detail::load_baseline(f.root());
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(b->record("knobs")["active"], "training");
+  EXPECT_EQ(b->record("knobs")["values"][0]["value"], "60");
+  EXPECT_FALSE(b->has("nic")); // an empty record is none
+  EXPECT_EQ(b->record("modules"), nlohmann::json::array({"tcp_bbr"}));
+  EXPECT_FALSE(b->has("active"));
+  EXPECT_FALSE(b->has("baseline"));
+
+  // A record of a domain this build does not know survives a save.
+  f.set(k_baseline_file, R"({"version": 3, "hugepages": {"2M": [1, 2]}})");
+  auto newer = detail::load_baseline(f.root());
+  ASSERT_TRUE(newer) << newer.error().message;
+  newer->set("modules", nlohmann::json::array({"tcp_bbr"}));
+  ASSERT_TRUE(detail::save_baseline(f.root(), *newer));
+  EXPECT_EQ(nlohmann::json::parse(f.get(k_baseline_file))["hugepages"]["2M"][1], 2);
+
+  f.set(k_baseline_file, R"({"version": 4})");
+  EXPECT_FALSE(detail::load_baseline(f.root()));
 }
 
 TEST(FileLock, LocksBelowTheSysrootAndExcludesOthers) {

@@ -1,6 +1,7 @@
 // Every mltunectl subcommand, end to end on a fake sysroot.
 #include "fake_sysroot.hpp"
 
+#include "base/baseline.hpp"
 #include "cli.hpp"
 #include "mltune/compare.hpp"
 #include "mltune/metrics.hpp"
@@ -245,7 +246,7 @@ TEST_F(Cli, ActiveVerifyOff) {
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_TRUE(r.j()["ok"].get<bool>());
   EXPECT_EQ(fake.snapshot(), before);
-  EXPECT_FALSE(fake.root().exists(mltune::k_state_file));
+  EXPECT_FALSE(fake.root().exists(mltune::k_baseline_file));
 }
 
 // --field NAME: one field of the --json document alone, for scripts (the
@@ -502,7 +503,7 @@ TEST_F(Cli, SwitchBadInputAppliesNothing) {
   EXPECT_NE(r.err.find("mal.toml:2:"), std::string::npos) << r.err;
   EXPECT_EQ(run({"switch", "nonexistent"}).rc, 2);
   EXPECT_EQ(fake.snapshot(), before);
-  EXPECT_FALSE(fake.root().exists(mltune::k_state_file));
+  EXPECT_FALSE(fake.root().exists(mltune::k_baseline_file));
 }
 
 TEST_F(Cli, SwitchKernelBackend) {

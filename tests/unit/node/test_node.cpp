@@ -2,6 +2,7 @@
 // threads: a profile switch over knobs, NIC settings and scheduler rules in
 // one transaction, check_node over every domain, status, and off returning
 // every domain to what was there before.
+#include "base/baseline.hpp"
 #include "mltune/node.hpp"
 #include "mltune/node_steps.hpp"
 
@@ -129,7 +130,7 @@ TEST_F(Node, SwitchAppliesEveryDomainAndOffRestoresThem) {
   ASSERT_TRUE(off) << off.error().message;
   EXPECT_TRUE(off->ok());
   EXPECT_EQ(snapshot(), before);
-  EXPECT_FALSE(root.exists(k_state_file));
+  EXPECT_FALSE(root.exists(k_baseline_file));
 }
 
 // inference then training: nothing of either is left over in any domain.

@@ -1,5 +1,6 @@
 #include "fake_sysroot.hpp"
 
+#include "base/baseline.hpp"
 #include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
@@ -46,7 +47,7 @@ TEST_F(Switch, DirectSwitchThenVerify) {
   EXPECT_TRUE(matches(training, root));
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
   EXPECT_EQ(fake.get("/sys/kernel/mm/transparent_hugepage/enabled"), "madvise");
-  EXPECT_TRUE(root.exists(k_state_file));
+  EXPECT_TRUE(root.exists(k_baseline_file));
 }
 
 // Limits are bounds (at_least): a switch never lowers a larger value and
@@ -185,7 +186,7 @@ TEST_F(Switch, BaselineRestoresValuesFromBeforeFirstSwitch) {
   auto rep = restore_baseline_direct(root);
   ASSERT_TRUE(rep) << rep.error().message;
   EXPECT_EQ(fake.snapshot(), before);
-  EXPECT_FALSE(root.exists(k_state_file));
+  EXPECT_FALSE(root.exists(k_baseline_file));
   // Restoring again is a no-op.
   EXPECT_TRUE(restore_baseline_direct(root));
 }

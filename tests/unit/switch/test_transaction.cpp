@@ -1,5 +1,6 @@
 // The switch transaction: run_transaction over scripted steps, and the knob
 // and NIC steps together on a fake node and a fake NIC backend.
+#include "base/baseline.hpp"
 #include "mltune/transaction.hpp"
 
 #include "mltune/compare.hpp"
@@ -175,7 +176,7 @@ TEST_F(SwitchTransaction, NicFailureRollsBackTheKnobs) {
   // Every knob has its value back; baseline.json keeps the captured values
   // and names no profile active.
   auto without_state = [](auto snap) {
-    std::erase_if(snap, [](const auto &kv) { return kv.first.ends_with(k_state_file); });
+    std::erase_if(snap, [](const auto &kv) { return kv.first.ends_with(k_baseline_file); });
     return snap;
   };
   EXPECT_EQ(without_state(fake.snapshot()), without_state(node_before));

@@ -248,4 +248,10 @@ std::vector<std::string> nic_feature_expand(std::string_view name, const NicDevi
 // Group of a key: "rings.rx" -> "rings".
 std::string nic_group(std::string_view key);
 
+// Puts every NIC setting of the node baseline back (newest first, as one
+// NIC transaction) and forgets them.  A device or IRQ that no longer exists
+// (interface renamed or gone, IRQ released) is skipped and listed in the
+// report; a failure restores the devices as they were and keeps the record.
+Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend);
+
 } // namespace mltune

@@ -6,7 +6,7 @@
 //   ProfileSwitch   modules -> knobs -> nic -> sched -> boot, one transaction (transaction.hpp)
 //   check_node      the same domains read back: one list of differences
 //   node_status     the active profile and each domain's state
-//   node_off        every domain back on its baseline (switch/baseline.hpp)
+//   node_off        every domain back on its baseline (base/baseline.hpp)
 //   follow_module   after a plain write to /sys/kernel/mltune/profile, the
 //                   user-space domains brought in line with the module
 //

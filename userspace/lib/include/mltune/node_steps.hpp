@@ -66,7 +66,7 @@ struct ModuleAllowlist {
 // (tcp_congestion_control = bbr needs tcp_bbr) exist when the knob step
 // applies.  plan() refuses a module the node's ModuleAllowlist does not
 // list (on a --sysroot tree too), then finds the modules not in the kernel; apply() records each in the node baseline
-// (switch/baseline.hpp), then loads it; a module the node cannot load is
+// (base/baseline.hpp), then loads it; a module the node cannot load is
 // skipped and reported, unless the profile marks it required (then the step
 // fails).  rollback() unloads what apply() loaded; baseline() unloads every
 // module the node baseline lists (one still in use stays, reported).
@@ -87,6 +87,8 @@ public:
   [[nodiscard]] const std::vector<std::string> &in_use() const { return in_use_; }
   // Modules baseline() unloaded (one already gone is not listed).
   [[nodiscard]] const std::vector<std::string> &unloaded() const { return unloaded_; }
+  // The modules the node baseline listed when baseline() ran, in load order.
+  [[nodiscard]] const std::vector<std::string> &recorded() const { return recorded_; }
   // TransactionOptions::stop_at inside apply(): "modules/recorded" (the
   // modules to load are recorded, none is loaded yet).
   void stop_at(std::string point) { stop_at_ = std::move(point); }
@@ -102,6 +104,7 @@ private:
   std::vector<std::string> skipped_;
   std::vector<std::string> in_use_;
   std::vector<std::string> unloaded_;
+  std::vector<std::string> recorded_;
 };
 
 // The profile's kernel command line ([boot], profile.hpp): the GRUB drop-in

@@ -19,9 +19,6 @@
 namespace mltune {
 
 inline constexpr std::string_view k_baseline = "baseline";
-// In /run: it records values of the running kernel, which a reboot resets
-// (IRQ numbers and interface names with them).
-inline constexpr std::string_view k_state_file = "/run/mltune/baseline.json";
 inline constexpr std::string_view k_kmod_dir = "/sys/kernel/mltune";
 
 enum class Backend { automatic, kernel, direct };

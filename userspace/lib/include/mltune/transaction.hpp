@@ -114,7 +114,7 @@ private:
 // uses the live one when the sysroot is the live node and does nothing
 // otherwise, or when the profile has no [nic] table.  apply() records the
 // value of every setting it changes for the first time in the node
-// baseline (switch/baseline.hpp) before writing; rollback() applies the
+// baseline (base/baseline.hpp) before writing; rollback() applies the
 // inverse of what apply() changed; baseline() puts every recorded setting
 // back (restore_nic_baseline()).
 class NicStep final : public Step {
@@ -146,11 +146,5 @@ private:
   std::optional<NicReport> planned_;
   std::optional<NicReport> applied_;
 };
-
-// Puts every NIC setting of the node baseline back (newest first, as one
-// NIC transaction) and forgets them.  A device or IRQ that no longer exists
-// (interface renamed or gone, IRQ released) is skipped and listed in the
-// report; a failure restores the devices as they were and keeps the record.
-Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend);
 
 } // namespace mltune

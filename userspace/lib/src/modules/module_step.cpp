@@ -2,11 +2,13 @@
 // (node_steps.hpp), and the modprobe loader.
 #include "mltune/node_steps.hpp"
 
+#include "base/baseline.hpp"
 #include "base/file_lock.hpp"
 #include "base/process.hpp"
 #include "mltune/config.hpp"
 #include "mltune/transaction.hpp"
-#include "switch/baseline.hpp"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -227,13 +229,47 @@ Status ModuleStep::plan() {
   return {};
 }
 
+namespace {
+
+// The modules' record in the node baseline (base/baseline.hpp): the kernel
+// modules mltune loaded, in load order.
+constexpr std::string_view k_domain = "modules";
+
+struct ModuleRecord {
+  detail::NodeBaseline file;
+  std::vector<std::string> modules;
+};
+
+Result<ModuleRecord> load_record(const Sysroot &root) {
+  auto file = detail::load_baseline(root);
+  if (!file) {
+    return file.error();
+  }
+  ModuleRecord r{std::move(*file), {}};
+  const auto &j = r.file.record(k_domain);
+  if (!j.is_null()) {
+    if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const auto &e) { return e.is_string(); })) {
+      return failure(std::string(k_baseline_file) + ": corrupt modules record: not a list of names");
+    }
+    r.modules = j.get<std::vector<std::string>>();
+  }
+  return r;
+}
+
+Status save_record(const Sysroot &root, ModuleRecord &r) {
+  r.file.set(k_domain, r.modules);
+  return detail::save_baseline(root, r.file);
+}
+
+} // namespace
+
 Status ModuleStep::apply() {
   if (todo_.empty()) {
     return {};
   }
   // Recorded before loading: a crash after modprobe still leaves `off` a
   // record of what to unload.
-  auto b = detail::load_baseline(root_);
+  auto b = load_record(root_);
   if (!b) {
     return b.error();
   }
@@ -242,7 +278,7 @@ Status ModuleStep::apply() {
       b->modules.push_back(m->name);
     }
   }
-  if (auto st = detail::save_baseline(root_, *b); !st) {
+  if (auto st = save_record(root_, *b); !st) {
     return st;
   }
   stop_point(stop_at_, "modules/recorded");
@@ -269,7 +305,7 @@ Status ModuleStep::apply() {
     std::erase_if(b->modules, [&](const std::string &n) {
       return std::find(not_loaded.begin(), not_loaded.end(), n) != not_loaded.end();
     });
-    if (auto st = detail::save_baseline(root_, *b); !st && failed) {
+    if (auto st = save_record(root_, *b); !st && failed) {
       return st;
     }
   }
@@ -304,10 +340,11 @@ Status ModuleStep::baseline() {
   if (loader_ == nullptr) {
     return {};
   }
-  auto b = detail::load_baseline(root_);
+  auto b = load_record(root_);
   if (!b) {
     return b.error();
   }
+  recorded_ = b->modules;
   std::vector<std::string> keep;
   unloaded_.clear();
   for (const auto &name : std::views::reverse(b->modules)) {
@@ -322,7 +359,7 @@ Status ModuleStep::baseline() {
     }
   }
   b->modules = keep;
-  return detail::save_baseline(root_, *b);
+  return save_record(root_, *b);
 }
 
 } // namespace mltune

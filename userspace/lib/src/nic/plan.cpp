@@ -5,7 +5,7 @@
 #include "mltune/cpulist.hpp"
 #include "mltune/parse.hpp"
 #include "nic/plan_phases.hpp"
-#include "switch/baseline.hpp"
+#include "nic/baseline.hpp"
 
 #include <algorithm>
 #include <array>

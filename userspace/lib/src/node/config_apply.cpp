@@ -3,6 +3,7 @@
 // FeederStep (node_steps.hpp), and a state file that says what to put back.
 #include "mltune/config.hpp"
 
+#include "base/baseline.hpp"
 #include "base/state_file.hpp"
 #include "mltune/node.hpp"
 #include "mltune/node_steps.hpp"
@@ -10,7 +11,6 @@
 #include "mltune/switch.hpp"
 #include "mltune/transaction.hpp"
 #include "node/config_revert.hpp"
-#include "switch/baseline.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -23,7 +23,7 @@ namespace {
 
 // What the applies of this boot changed, as revert_config() needs it: which
 // domains to put back, and the pool as the first apply found it.  The NIC
-// settings are in the node baseline (switch/baseline.hpp), recorded by the
+// settings are in the node baseline (base/baseline.hpp), recorded by the
 // NIC step.  Lives in /run: a reboot starts from the baseline.
 struct ConfigState {
   std::string profile;                             // last profile applied ("" = none)
@@ -78,7 +78,7 @@ Result<std::size_t> revert_nic(const Sysroot &root) {
   if (!b) {
     return b.error();
   }
-  if (b->nic.empty()) {
+  if (!b->has("nic")) {
     return std::size_t{0};
   }
   auto feeders = nic_feeder_cpus(root);

@@ -2,6 +2,7 @@
 // domain, the check of every domain, status, off and switch baseline.
 #include "mltune/node.hpp"
 
+#include "base/baseline.hpp"
 #include "base/file_lock.hpp"
 #include "mltune/boot.hpp"
 #include "mltune/compare.hpp"
@@ -12,7 +13,6 @@
 #include "mltune/persist.hpp"
 #include "mltune/pool.hpp"
 #include "node/config_revert.hpp"
-#include "switch/baseline.hpp"
 #include "switch/undo.hpp"
 
 #include <algorithm>
@@ -524,7 +524,7 @@ DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {
   if (!b) {
     return {"nic", "failed", b.error().message};
   }
-  if (b->nic.empty()) {
+  if (!b->has("nic")) {
     return {"nic", "off", "no NIC setting changed by mltune"};
   }
   auto be = nic_backend(root, seams);
@@ -555,7 +555,7 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
   if (!b) {
     return {"modules", "failed", b.error().message};
   }
-  if (b->modules.empty()) {
+  if (!b->has("modules")) {
     return {"modules", "off", "no module loaded by mltune"};
   }
   const Profile none;
@@ -563,7 +563,6 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
   if (seams.modules == nullptr && !root.is_node()) {
     return {"modules", "unchecked", "modules are unloaded on a running node only, not in a file tree"};
   }
-  const std::vector<std::string> was = b->modules;
   if (auto st = step.baseline(); !st) {
     return {"modules", "failed", st.error().message};
   }
@@ -577,7 +576,7 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
   }
   std::string unloaded;
   std::string gone;
-  for (const auto &n : was) {
+  for (const auto &n : step.recorded()) {
     const bool by_us = std::find(step.unloaded().begin(), step.unloaded().end(), n) != step.unloaded().end();
     std::string &list = by_us ? unloaded : gone;
     list += (list.empty() ? "" : ", ") + n;
@@ -613,10 +612,10 @@ DomainState off_knobs(const Sysroot &root) {
       }
     }
   }
-  auto direct = detail::load_baseline(root);
+  auto direct = direct_baseline(root);
   if (!direct) {
     failed += (failed.empty() ? "" : "; ") + direct.error().message;
-  } else if (!direct->knobs.empty()) {
+  } else if (!direct->empty()) {
     auto r = restore_baseline_direct(root);
     if (!r) {
       failed += (failed.empty() ? "" : "; ") + r.error().message;

@@ -2,7 +2,7 @@
 #include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
-#include "switch/baseline.hpp"
+#include "base/baseline.hpp"
 #include "switch/undo.hpp"
 
 #include <nlohmann/json.hpp>
@@ -52,8 +52,53 @@ Result<SwitchPlan> plan_switch(const Profile &profile, const Sysroot &root) {
 
 namespace {
 
-using detail::load_baseline;
-using detail::save_baseline;
+// The knobs' record in the node baseline (base/baseline.hpp): the profile
+// the direct backend names active, and each knob's value before mltune in
+// first-write order.
+struct KnobRecord {
+  std::string active;
+  std::vector<std::pair<std::string, std::string>> values; // path, value before mltune
+};
+
+struct Baseline {
+  detail::NodeBaseline file;
+  KnobRecord knobs;
+};
+
+constexpr std::string_view k_domain = "knobs";
+
+Result<Baseline> load_knobs(const Sysroot &root) {
+  auto file = detail::load_baseline(root);
+  if (!file) {
+    return file.error();
+  }
+  Baseline b{std::move(*file), {}};
+  const json &r = b.file.record(k_domain);
+  if (r.is_null()) {
+    return b;
+  }
+  try {
+    b.knobs.active = r.value("active", "");
+    for (const auto &e : r.value("values", json::array())) {
+      b.knobs.values.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
+    }
+  } catch (const json::exception &e) {
+    return failure(std::string(k_baseline_file) + ": corrupt knobs record: " + e.what());
+  }
+  return b;
+}
+
+Status save_knobs(const Sysroot &root, Baseline &b) {
+  json r = json::object();
+  if (!b.knobs.active.empty()) {
+    r["active"] = b.knobs.active;
+  }
+  for (const auto &[path, value] : b.knobs.values) {
+    r["values"].push_back({{"path", path}, {"value", value}});
+  }
+  b.file.set(k_domain, std::move(r));
+  return detail::save_baseline(root, b.file);
+}
 
 struct Write {
   std::string key, path, value, old;
@@ -101,22 +146,22 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root) 
 }
 
 Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, const SwitchPlan &plan) {
-  auto state = load_baseline(root);
+  auto state = load_knobs(root);
   if (!state) {
     return state.error();
   }
   std::vector<Write> writes;
   SwitchReport skipped_rep;
-  const size_t known_before = state->knobs.size();
+  const size_t known_before = state->knobs.values.size();
   for (const auto &s : plan.steps) {
     if (s.action == PlanStep::Action::skip) {
       skipped_rep.skipped.push_back(s.key + ": " + s.note);
       continue;
     }
-    const bool known =
-        std::any_of(state->knobs.begin(), state->knobs.end(), [&](const auto &v) { return v.first == s.path; });
+    const bool known = std::any_of(state->knobs.values.begin(), state->knobs.values.end(),
+                                   [&](const auto &v) { return v.first == s.path; });
     if (!known) {
-      state->knobs.emplace_back(s.path, s.current);
+      state->knobs.values.emplace_back(s.path, s.current);
     }
     if (s.action == PlanStep::Action::write) {
       writes.push_back({s.key, s.path, s.value, s.current, s.optional});
@@ -125,19 +170,19 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, 
   // New baseline values are recorded before the first write, so they
   // survive a crash of mltunectl half-way through. The state names the
   // profile being switched to; a failed switch writes back the previous one.
-  const std::string previous = state->active;
-  const bool grew = state->knobs.size() != known_before || !root.exists(k_state_file);
-  state->active = profile.name;
+  const std::string previous = state->knobs.active;
+  const bool grew = state->knobs.values.size() != known_before || !root.exists(k_baseline_file);
+  state->knobs.active = profile.name;
   if (grew || previous != profile.name) {
-    if (auto st = save_baseline(root, *state); !st) {
+    if (auto st = save_knobs(root, *state); !st) {
       return st.error();
     }
   }
   auto rep = transact(profile.name, writes, root);
   if (!rep) {
     if (previous != profile.name) {
-      state->active = previous;
-      (void)save_baseline(root, *state);
+      state->knobs.active = previous;
+      (void)save_knobs(root, *state);
     }
     return rep;
   }
@@ -146,21 +191,21 @@ Result<SwitchReport> switch_direct(const Profile &profile, const Sysroot &root, 
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const Sysroot &root) {
-  auto state = load_baseline(root);
+  auto state = load_knobs(root);
   if (!state) {
     return state.error();
   }
-  return std::move(state->knobs);
+  return std::move(state->knobs.values);
 }
 
 Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
-  auto state = load_baseline(root);
+  auto state = load_knobs(root);
   if (!state) {
     return state.error();
   }
   std::vector<Write> writes;
   SwitchReport skipped;
-  for (const auto &[path, value] : std::views::reverse(state->knobs)) {
+  for (const auto &[path, value] : std::views::reverse(state->knobs.values)) {
     auto cur = root.read_value(path);
     if (!cur) {
       skipped.skipped.push_back(path + ": " + cur.error().message);
@@ -176,9 +221,9 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
   }
   rep->skipped = std::move(skipped.skipped);
   // The knobs are back; the record of the other domains stays.
-  state->knobs.clear();
-  state->active.clear();
-  if (auto st = save_baseline(root, *state); !st) {
+  state->knobs.values.clear();
+  state->knobs.active.clear();
+  if (auto st = save_knobs(root, *state); !st) {
     return st.error();
   }
   return rep;
@@ -187,23 +232,23 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
 namespace detail {
 
 Result<std::string> direct_active(const Sysroot &root) {
-  auto state = load_baseline(root);
+  auto state = load_knobs(root);
   if (!state) {
     return state.error();
   }
-  return state->active;
+  return state->knobs.active;
 }
 
 Status direct_set_active(const Sysroot &root, const std::string &name) {
-  auto state = load_baseline(root);
+  auto state = load_knobs(root);
   if (!state) {
     return state.error();
   }
-  if (state->active == name) {
+  if (state->knobs.active == name) {
     return {};
   }
-  state->active = name;
-  return save_baseline(root, *state);
+  state->knobs.active = name;
+  return save_knobs(root, *state);
 }
 
 } // namespace detail
