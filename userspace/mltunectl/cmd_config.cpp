@@ -4,7 +4,7 @@
 
 #include "mltune/config.hpp"
 #include "mltune/feeder.hpp"
-#include "mltune/node_steps.hpp"
+#include "mltune/modules.hpp"
 #include "mltune/pool.hpp"
 
 #include <filesystem>

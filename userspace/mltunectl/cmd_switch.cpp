@@ -5,7 +5,6 @@
 #include "mltune/boot.hpp"
 #include "mltune/node.hpp"
 #include "mltune/switch.hpp"
-#include "mltune/transaction.hpp"
 
 #include <algorithm>
 #include <array>

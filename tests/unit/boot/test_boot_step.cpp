@@ -1,4 +1,4 @@
-// BootStep (node_steps.hpp) on a fixture of a real machine: the [boot]
+// BootStep (boot.hpp) on a fixture of a real machine: the [boot]
 // parameters written as the GRUB drop-in by a switch, pending until the next
 // boot, put back on a failure after it, removed by off.
 #include "mltune/boot.hpp"

@@ -1,12 +1,12 @@
-// The module allowlist (node_steps.hpp): which kernel modules a profile may
+// The module allowlist (modules.hpp): which kernel modules a profile may
 // load, from the node configuration's [modules] allow or the built-in
 // profiles' modules, and the modules step refusing any other at plan time,
 // before anything is loaded or written.
 #include "fake_sysroot.hpp"
 
 #include "mltune/config.hpp"
+#include "mltune/modules.hpp"
 #include "mltune/node.hpp"
-#include "mltune/node_steps.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -78,7 +78,7 @@ TEST(ModuleAllowlistDefault, IsTheModulesOfTheBuiltinProfiles) {
 // never run.
 TEST_F(ModuleAllowlistTest, AModuleOffTheDefaultListIsRefusedAtPlanTime) {
   const Profile p = with_modules({{"tcp_bbr", false, "site.toml:1"}, {"evil_rootkit", false, "site.toml:2"}});
-  ModuleStep step(p, root, &mods);
+  ModuleStep step(p.modules, root, &mods);
   auto planned = step.plan();
   ASSERT_FALSE(planned);
   EXPECT_EQ(planned.error().kind, Errc::input);
@@ -91,7 +91,7 @@ TEST_F(ModuleAllowlistTest, AModuleOffTheDefaultListIsRefusedAtPlanTime) {
 
   // Already in the kernel or not required makes no difference.
   mods.in_kernel.insert("evil_rootkit");
-  ModuleStep again(p, root, &mods);
+  ModuleStep again(p.modules, root, &mods);
   EXPECT_FALSE(again.plan());
 }
 
@@ -132,13 +132,13 @@ TEST_F(ModuleAllowlistTest, TheNodeConfigurationsListReplacesTheDefault) {
   EXPECT_FALSE(allow->allows("tcp_bbr"));
 
   const Profile peer = with_modules({{"nvidia_peermem", true, "gpu.toml:3"}});
-  ModuleStep step(peer, root, &mods);
+  ModuleStep step(peer.modules, root, &mods);
   ASSERT_TRUE(step.plan());
   ASSERT_TRUE(step.apply());
   EXPECT_EQ(mods.loads, std::vector<std::string>{"nvidia_peermem"});
 
   const Profile bbr = with_modules({{"tcp_bbr", false, "base.toml:8"}});
-  ModuleStep refused(bbr, root, &mods);
+  ModuleStep refused(bbr.modules, root, &mods);
   auto planned = refused.plan();
   ASSERT_FALSE(planned);
   EXPECT_NE(planned.error().message.find("module tcp_bbr (base.toml:8) is not on this node's module allowlist "
@@ -152,12 +152,12 @@ TEST_F(ModuleAllowlistTest, TheNodeConfigurationsListReplacesTheDefault) {
 TEST_F(ModuleAllowlistTest, AnEmptyListAllowsNone) {
   fake.set("/etc/mltune/mltune.toml", "[modules]\nallow = []\n");
   const Profile bbr = with_modules({{"tcp_bbr", false, "base.toml:8"}});
-  ModuleStep step(bbr, root, &mods);
+  ModuleStep step(bbr.modules, root, &mods);
   auto planned = step.plan();
   ASSERT_FALSE(planned);
   EXPECT_NE(planned.error().message.find("[modules] allow: none)"), std::string::npos) << planned.error().message;
   const Profile none = with_modules({});
-  ModuleStep nothing(none, root, &mods);
+  ModuleStep nothing(none.modules, root, &mods);
   EXPECT_TRUE(nothing.plan());
 }
 
@@ -166,7 +166,7 @@ TEST_F(ModuleAllowlistTest, AnEmptyListAllowsNone) {
 TEST_F(ModuleAllowlistTest, ABrokenConfigurationAllowsNothing) {
   fake.set("/etc/mltune/mltune.toml", "[modules]\nallow = [\"../x\"]\n");
   const Profile bbr = with_modules({{"tcp_bbr", false, "base.toml:8"}});
-  ModuleStep step(bbr, root, &mods);
+  ModuleStep step(bbr.modules, root, &mods);
   auto planned = step.plan();
   ASSERT_FALSE(planned);
   EXPECT_NE(planned.error().message.find("module allowlist ([modules] allow) cannot be read"), std::string::npos)
@@ -181,9 +181,9 @@ TEST_F(ModuleAllowlistTest, ABrokenConfigurationAllowsNothing) {
 // allowlist is still checked, so a tree shows what the node would refuse.
 TEST_F(ModuleAllowlistTest, CheckedOnATreeToo) {
   const Profile p = with_modules({{"evil_rootkit", false, "site.toml:2"}});
-  ModuleStep step(p, root);
+  ModuleStep step(p.modules, root);
   EXPECT_FALSE(step.plan());
   const Profile ok = with_modules({{"tcp-bbr", false, "site.toml:2"}});
-  ModuleStep fine(ok, root);
+  ModuleStep fine(ok.modules, root);
   EXPECT_TRUE(fine.plan());
 }

@@ -106,7 +106,8 @@ TEST(NicPlanPhases, WantedLaterRulesWin) {
   NicRule all{"*", {setting("rings.rx", "1")}, "t.toml"};
   NicRule virt{"virtio*", {setting("rings.rx", "2")}, "t.toml"};
   NicRule other{"mlx5*", {setting("rings.rx", "3")}, "t.toml"};
-  const auto w = nic_wanted_for({all, virt, other}, dev1());
+  const std::vector<NicRule> rules{all, virt, other};
+  const auto w = nic_wanted_for(rules, dev1());
   ASSERT_EQ(w.size(), 1U);
   EXPECT_EQ(w.at("rings.rx").value, "2");
 }
@@ -245,7 +246,7 @@ TEST(NicPlanPhases, DeviceChangesInApplyOrder) {
   NicRule r{"*",
             {setting("irq.affinity", "housekeeping"), setting("rings.rx", "512"), setting("channels.combined", "4")},
             "t.toml"};
-  ASSERT_TRUE(plan_device({r}, dev1(), b, plan, totals).ok());
+  ASSERT_TRUE(plan_device(std::span(&r, 1), dev1(), b, plan, totals).ok());
   ASSERT_EQ(plan.changes.size(), 4U);
   EXPECT_EQ(plan.changes.back().key, "irq.31") << "IRQs after the settings that recreate queues";
 }

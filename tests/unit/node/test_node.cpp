@@ -3,8 +3,8 @@
 // one transaction, check_node over every domain, status, and off returning
 // every domain to what was there before.
 #include "base/baseline.hpp"
+#include "mltune/modules.hpp"
 #include "mltune/node.hpp"
-#include "mltune/node_steps.hpp"
 
 #include "fake_nic.hpp"
 #include "fake_sched.hpp"
@@ -476,7 +476,7 @@ TEST(ModuleLoader, BuiltinModulesAndAMissingTree) {
   // and apply records nothing in the baseline; a required one fails the plan.
   Profile p;
   p.modules = {{"tcp_cubic_x", false, "t.toml:1"}, {"tcp_bbr", false, "t.toml:2"}};
-  ModuleStep step(p, root, loader.get());
+  ModuleStep step(p.modules, root, loader.get());
   ASSERT_TRUE(step.plan());
   ASSERT_EQ(step.skipped().size(), 1U);
   EXPECT_NE(step.skipped()[0].find("tcp_cubic_x: this kernel has no module tree"), std::string::npos)
@@ -484,7 +484,7 @@ TEST(ModuleLoader, BuiltinModulesAndAMissingTree) {
   ASSERT_TRUE(step.apply());
   EXPECT_FALSE(std::filesystem::exists(fake.dir() / "run/mltune/baseline.json"));
   p.modules[0].required = true;
-  ModuleStep required(p, root, loader.get());
+  ModuleStep required(p.modules, root, loader.get());
   auto planned = required.plan();
   ASSERT_FALSE(planned);
   EXPECT_NE(planned.error().message.find("tcp_cubic_x (t.toml:1, required)"), std::string::npos)

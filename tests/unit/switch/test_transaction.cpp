@@ -1,9 +1,11 @@
 // The switch transaction: run_transaction over scripted steps, and the knob
 // and NIC steps together on a fake node and a fake NIC backend.
-#include "base/baseline.hpp"
-#include "mltune/transaction.hpp"
+#include "mltune/step.hpp"
 
+#include "base/baseline.hpp"
 #include "mltune/compare.hpp"
+#include "mltune/nic.hpp"
+#include "mltune/switch.hpp"
 
 #include "fake_nic.hpp"
 #include "fake_sysroot.hpp"
@@ -165,7 +167,7 @@ TEST_F(SwitchTransaction, NicFailureRollsBackTheKnobs) {
   const auto node_before = fake.snapshot();
 
   KnobStep knobs(nic_profile, root, Backend::direct);
-  NicStep nic(nic_profile, root, std::move(be));
+  NicStep nic(nic_profile.nic, root, std::move(be));
   const std::array<Step *, 2> steps{&knobs, &nic};
   auto r = run_transaction(steps, {});
   ASSERT_FALSE(r);
@@ -243,7 +245,7 @@ TEST_F(SwitchTransaction, KernelBackendRollbackSwitchesTheModuleBack) {
 }
 
 TEST_F(SwitchTransaction, NicStepWithoutTablesOrOffTheLiveNodeDoesNothing) {
-  NicStep nic(training, root); // a fake sysroot is not the live node
+  NicStep nic(training.nic, root); // a fake sysroot is not the live node
   std::array<Step *, 1> one{&nic};
   ASSERT_TRUE(run_transaction(one, {}));
   EXPECT_FALSE(nic.planned());
@@ -254,7 +256,7 @@ TEST_F(SwitchTransaction, NicRollbackAppliesTheInverse) {
   auto be = std::make_unique<test::FakeBackend>(test::two_nics());
   const test::FakeBackend &nics = *be;
   const auto before = nics.devs;
-  NicStep nic(nic_profile, root, std::move(be));
+  NicStep nic(nic_profile.nic, root, std::move(be));
   std::array<Step *, 1> one{&nic};
   TransactionOptions opt;
   opt.verify = true;

@@ -6,6 +6,7 @@
 #include "mltune/cpulist.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
+#include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 #include "mltune/topology.hpp"
 
@@ -54,5 +55,38 @@ Result<std::vector<BootDiff>> verify_boot(const Sysroot &root, const std::vector
 
 // Every key mltune manages on the command line.
 const std::vector<std::string_view> &boot_managed_keys();
+
+// The profile's kernel command line ([boot], profile.hpp): the GRUB drop-in
+// (boot.hpp) that carries it.  The parameters take effect at the next boot,
+// so the step never half-applies anything: it writes the file or not, and
+// the boot domain of `mltunectl active` says "pending-reboot" until the
+// running command line has them.  plan() computes them from the topology
+// and the CPU plan (a profile without [boot]: nothing to do); apply() writes
+// the drop-in when its content changes, keeping the old one; rollback()
+// puts the old content back (or removes the file); verify() reads it back;
+// baseline() removes it.
+class BootStep final : public Step {
+public:
+  BootStep(const Profile &profile, const Sysroot &root);
+  [[nodiscard]] std::string_view name() const override { return "boot"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  // The command-line fragment plan() computed ("" without [boot]).
+  [[nodiscard]] const std::string &fragment() const { return fragment_; }
+  // Whether apply() changed the drop-in (a reboot is pending).
+  [[nodiscard]] bool changed() const { return changed_; }
+
+private:
+  const Profile &profile_;
+  const Sysroot &root_;
+  std::string fragment_;
+  std::string content_;               // the drop-in plan() wants
+  std::optional<std::string> before_; // the drop-in plan() found (nullopt: none)
+  bool changed_ = false;
+};
 
 } // namespace mltune

@@ -13,7 +13,7 @@
 //   partition = "root"              # cpuset partition type: root or isolated
 //   [modules]
 //   allow = ["tcp_bbr"]             # the kernel modules profiles may load (absent: those
-//                                   # of the built-in profiles; ModuleAllowlist, node_steps.hpp)
+//                                   # of the built-in profiles; ModuleAllowlist, modules.hpp)
 //
 // Every key is optional; what the file does not name, apply_config() leaves
 // alone.  The text goes through the profile loader's input checks (ASCII,
@@ -77,8 +77,8 @@ struct ConfigReport {
   std::vector<std::string> restored; // after a failure: what went back to its baseline
 };
 
-// Applies the configuration as one transaction (mltune/transaction.hpp,
-// node_steps.hpp): the profile's knobs, the feeder cores, the profile's NIC
+// Applies the configuration as one transaction (mltune/step.hpp,
+// each domain's step): the profile's knobs, the feeder cores, the profile's NIC
 // settings (planned for the feeder cores it leaves), the pool reservations
 // and quota.  Every step is planned (profile loaded,
 // NIC settings validated, feeder CPUs online, pool nodes present) before

@@ -23,6 +23,7 @@
 
 #include "mltune/cpulist.hpp"
 #include "mltune/result.hpp"
+#include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <cstdint>
@@ -249,5 +250,37 @@ Status feeder_inject_error(const Sysroot &root);
 // Joins the feeder cgroup, prefers the feeder CPUs' NUMA nodes, execs argv.
 // Returns only on failure.
 Status feeder_exec(const Sysroot &root, const std::vector<std::string> &argv);
+
+// The feeder cores (feeder.hpp): `cpus` is a cpulist or a plan role, ""
+// turns the feeder off.  plan() resolves the CPUs, checks the mechanism and
+// records the feeder state found; apply() is feeder_on() (or feeder_off());
+// rollback() brings the recorded state back; baseline() is feeder_off().
+class FeederStep final : public Step {
+public:
+  FeederStep(const Sysroot &root, std::string cpus, FeederRequest request, FeederOs *os = nullptr);
+  [[nodiscard]] std::string_view name() const override { return "feeder"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  [[nodiscard]] std::string summary() const;
+  // After plan(): the feeder CPUs this step puts in force (none: off).
+  [[nodiscard]] const CpuSet &planned_cpus() const { return cpus_; }
+
+private:
+  FeederOs &os();
+
+  const Sysroot &root_;
+  std::string spec_;
+  FeederRequest request_;
+  FeederOs *os_;
+  std::unique_ptr<FeederOs> live_os_;
+  CpuSet cpus_;
+  CpuSet housekeeping_;
+  FeederState before_;
+  FeederState after_;
+};
 
 } // namespace mltune

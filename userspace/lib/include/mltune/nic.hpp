@@ -19,6 +19,7 @@
 #pragma once
 
 #include "mltune/result.hpp"
+#include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -220,7 +222,7 @@ struct NicOptions {
 // against it: "max"/"local" become numbers, feature aliases become kernel
 // feature names.  Input errors (unknown feature, value above the device's
 // maximum) are Errc::input.
-Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices, NicBackend &backend,
+Result<NicPlan> nic_plan(std::span<const NicRule> rules, const std::vector<NicDevice> &devices, NicBackend &backend,
                          const NicOptions &opts);
 
 struct NicReport {
@@ -233,8 +235,7 @@ struct NicReport {
 // Probes, plans and applies as one transaction across all devices.  On any
 // failure every device is restored to the state probed before (in reverse)
 // and the error names the device, the setting and the kernel's message.
-Result<NicReport> nic_apply(const std::vector<NicRule> &rules, NicBackend &backend, const NicOptions &opts,
-                            bool dry_run);
+Result<NicReport> nic_apply(std::span<const NicRule> rules, NicBackend &backend, const NicOptions &opts, bool dry_run);
 // Applies a plan made by nic_plan (or a dry-run nic_apply) as one
 // transaction: the `from` values of its changes are what a failure restores.
 Result<NicReport> nic_commit(const NicPlan &plan, NicBackend &backend, const NicOptions &opts);
@@ -253,5 +254,42 @@ std::string nic_group(std::string_view key);
 // (interface renamed or gone, IRQ released) is skipped and listed in the
 // report; a failure restores the devices as they were and keeps the record.
 Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend);
+
+// The profile's [nic] tables (Profile::nic) as a transaction step.  Without
+// a backend given, plan() uses the live one when the sysroot is the live
+// node and does nothing otherwise, or when there is no rule.  apply() records the
+// value of every setting it changes for the first time in the node
+// baseline (base/baseline.hpp) before writing; rollback() applies the
+// inverse of what apply() changed; baseline() puts every recorded setting
+// back (restore_nic_baseline()).
+class NicStep final : public Step {
+public:
+  NicStep(std::span<const NicRule> rules, const Sysroot &root, std::unique_ptr<NicBackend> backend = nullptr);
+  [[nodiscard]] std::string_view name() const override { return "nic"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  // The feeder CPUs the NIC plan keeps IRQs and RPS off: by default those
+  // in force (nic_feeder_cpus()); a transaction that also turns feeder
+  // cores on or off names the ones it will leave (called in plan()).
+  void feeders_from(std::function<std::vector<unsigned>()> f) { feeders_ = std::move(f); }
+  // What plan() found to change (nullopt when the step has nothing to do).
+  [[nodiscard]] const std::optional<NicReport> &planned() const { return planned_; }
+  // What apply() changed.
+  [[nodiscard]] const std::optional<NicReport> &applied() const { return applied_; }
+
+private:
+  Status ensure_backend();
+
+  std::span<const NicRule> rules_;
+  const Sysroot &root_;
+  std::unique_ptr<NicBackend> backend_;
+  std::function<std::vector<unsigned>()> feeders_;
+  std::optional<NicReport> planned_;
+  std::optional<NicReport> applied_;
+};
 
 } // namespace mltune

@@ -3,7 +3,7 @@
 // touches, one check of every domain against a profile, what is active, and
 // `off`, which returns every domain to what mltune found.
 //
-//   ProfileSwitch   modules -> knobs -> nic -> sched -> boot, one transaction (transaction.hpp)
+//   ProfileSwitch   modules -> knobs -> nic -> sched -> boot, one transaction (step.hpp)
 //   check_node      the same domains read back: one list of differences
 //   node_status     the active profile and each domain's state
 //   node_off        every domain back on its baseline (base/baseline.hpp)
@@ -14,15 +14,15 @@
 // FileLock below the sysroot (a --sysroot run never locks the live host).
 #pragma once
 
+#include "mltune/boot.hpp"
 #include "mltune/feeder.hpp"
+#include "mltune/modules.hpp"
 #include "mltune/nic.hpp"
-#include "mltune/node_steps.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sched.hpp"
 #include "mltune/switch.hpp"
 #include "mltune/sysroot.hpp"
-#include "mltune/transaction.hpp"
 
 #include <array>
 #include <functional>

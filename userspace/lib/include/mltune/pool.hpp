@@ -11,6 +11,7 @@
 #pragma once
 
 #include "mltune/result.hpp"
+#include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <cstddef>
@@ -116,5 +117,39 @@ private:
 // not open /dev/mltune (not in its group), ENOENT when the module is not
 // loaded.  All or nothing.
 [[nodiscard]] Result<PoolBuffer> allocate(int node, std::size_t bytes, bool populate = true);
+
+// Pool reservations per NUMA node and the per-user quota (pool.hpp).
+// plan() checks that the module is loaded and every node has a pool, and
+// records the reservations and quota found; apply() sets the targets (all
+// or nothing: a node the kernel cannot fill puts every node back);
+// rollback() restores what plan() found.  The pool records no baseline, so
+// baseline() changes nothing; revert_config() restores what the first
+// apply of a boot found.
+class PoolStep final : public Step {
+public:
+  PoolStep(const Sysroot &root, std::vector<std::pair<int, std::uint64_t>> reserve,
+           std::optional<std::uint64_t> user_quota);
+  [[nodiscard]] std::string_view name() const override { return "pool"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override { return {}; }
+
+  // What plan() found: (node, pages) for the nodes the step sets, and the quota.
+  [[nodiscard]] const std::vector<std::pair<int, std::uint64_t>> &before() const { return before_; }
+  [[nodiscard]] std::optional<std::uint64_t> quota_before() const { return quota_before_; }
+  // One line: what apply() set.
+  [[nodiscard]] std::string summary() const;
+
+private:
+  Status set(const std::vector<std::pair<int, std::uint64_t>> &pages, std::optional<std::uint64_t> quota);
+
+  const Sysroot &root_;
+  std::vector<std::pair<int, std::uint64_t>> reserve_;
+  std::optional<std::uint64_t> quota_;
+  std::vector<std::pair<int, std::uint64_t>> before_;
+  std::optional<std::uint64_t> quota_before_;
+};
 
 } // namespace mltune

@@ -11,6 +11,7 @@
 
 #include "mltune/cpulist.hpp"
 #include "mltune/result.hpp"
+#include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,10 +80,10 @@ struct ThreadInfo {
 };
 
 // The first rule that matches `t`, or null.
-const SchedRule *sched_match(const std::vector<SchedRule> &rules, const ThreadInfo &t);
+const SchedRule *sched_match(std::span<const SchedRule> rules, const ThreadInfo &t);
 // Whether some rule could match a thread called `comm` (the name is the one
 // thing every rule tests): scans read the rest of a thread only then.
-bool sched_name_matches(const std::vector<SchedRule> &rules, std::string_view comm);
+bool sched_name_matches(std::span<const SchedRule> rules, std::string_view comm);
 
 // The node operations the scheduler code needs.  LiveSchedSystem is the real
 // one (procfs through the Sysroot, sched_{get,set}attr syscalls, cgroupfs).
@@ -185,9 +187,9 @@ struct SchedReport {
 
 // One-shot: matches every thread (or those of opt.pid) and applies the rules,
 // with admission per root domain decided for the whole request first.
-Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt);
+Result<SchedReport> sched_apply(SchedSystem &sys, std::span<const SchedRule> rules, const SchedOptions &opt);
 // Applies rules to one thread (watcher path); admission for that thread alone.
-Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
+Result<SchedReport> sched_apply_thread(SchedSystem &sys, std::span<const SchedRule> rules, int pid, int tid,
                                        const SchedOptions &opt);
 // Restores every thread recorded in the state file (or those of opt.pid) and
 // removes the partitions mltune created when they are empty.
@@ -204,7 +206,7 @@ struct SchedListEntry {
   std::string rule;
   bool managed = false; // recorded in the state file
 };
-std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector<SchedRule> &rules,
+std::vector<SchedListEntry> sched_list(const SchedSystem &sys, std::span<const SchedRule> rules,
                                        std::optional<int> pid);
 
 // Admission ledger for the domains on the node (no request).
@@ -252,9 +254,41 @@ struct WatchOptions {
   std::function<bool()> stop;
   std::function<void(const std::string &)> log; // free-form log lines
 };
-Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt);
+Status sched_watch(SchedSystem &sys, std::span<const SchedRule> rules, const WatchOptions &opt);
 // The same on the events of `src`.
-Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt,
-                   ProcEventSource &src);
+Status sched_watch(SchedSystem &sys, std::span<const SchedRule> rules, const WatchOptions &opt, ProcEventSource &src);
+
+// The profile's [[sched.rule]]s (sched.hpp).  plan() checks that every
+// rule's placement resolves; apply() is sched_apply() over every thread, and
+// a thread the kernel refused (no fallback admitted either) fails the step;
+// rollback() resets the threads apply() changed; verify() checks that every
+// thread a rule matches holds the rule's attributes (or its fallback's);
+// baseline() resets every thread mltune recorded (sched_reset()).  Without
+// a SchedSystem given, the live one is used on the live node only: on a
+// --sysroot tree the step does nothing (no host thread is touched).
+class SchedStep final : public Step {
+public:
+  SchedStep(std::span<const SchedRule> rules, const Sysroot &root, SchedSystem *sys = nullptr);
+  [[nodiscard]] std::string_view name() const override { return "sched"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  // What apply() did (nullopt when the step had nothing to do).
+  [[nodiscard]] const std::optional<SchedReport> &applied() const { return applied_; }
+  // Whether the step acts here: rules and a scheduler to talk to.
+  [[nodiscard]] bool active() const { return sys_ != nullptr && !rules_.empty(); }
+
+private:
+  std::span<const SchedRule> rules_;
+  std::unique_ptr<SchedSystem> live_;
+  SchedSystem *sys_;
+  // Why the rules cannot act on this root (a container without the node's
+  // PID or network namespace); plan() refuses with it when there are rules.
+  Status unreachable_;
+  std::optional<SchedReport> applied_;
+};
 
 } // namespace mltune

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "mltune/profile.hpp"
+#include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <cstdint>
@@ -94,5 +95,35 @@ Result<ActiveProfile> active_profile(const Sysroot &root, Backend backend);
 // longer has it.  Every write is tried; the error lists those that failed.
 Result<SwitchReport> undo_switch(const Sysroot &root, Backend backend, const SwitchPlan &plan,
                                  const ActiveProfile &previous);
+
+// The kernel knobs of a profile through the kernel or the direct backend
+// (switch.hpp), with the knobs of its [cpu] and [block] settings on this
+// node (device_knobs.hpp).  plan() expands those, runs plan_switch and notes
+// the profile active now, which rollback() switches back to.
+class KnobStep final : public Step {
+public:
+  KnobStep(const Profile &profile, const Sysroot &root, Backend backend);
+  [[nodiscard]] std::string_view name() const override { return "knobs"; }
+  Status plan() override;
+  Status apply() override;
+  Status verify() override;
+  Status rollback() override;
+  Status baseline() override;
+
+  [[nodiscard]] const SwitchPlan &switch_plan() const { return plan_; }
+  [[nodiscard]] const SwitchReport &report() const { return report_; }
+  // Settings of [cpu] and [block] this node has no file for.
+  [[nodiscard]] const std::vector<std::string> &notes() const { return notes_; }
+
+private:
+  const Profile &profile_;
+  const Sysroot &root_;
+  Backend backend_;
+  Profile node_profile_; // profile_ with its device settings as knobs of this node
+  std::vector<std::string> notes_;
+  SwitchPlan plan_;
+  SwitchReport report_;
+  ActiveProfile previous_;
+};
 
 } // namespace mltune

@@ -1,7 +1,6 @@
 // BootStep: the profile's kernel command line as a transaction step
-// (node_steps.hpp), through the GRUB drop-in of boot.hpp.
+// (boot.hpp), through the GRUB drop-in of boot.hpp.
 #include "mltune/boot.hpp"
-#include "mltune/node_steps.hpp"
 
 namespace mltune {
 

@@ -1,6 +1,6 @@
 // FeederStep: the feeder cores of the node configuration as a transaction
-// step (node_steps.hpp).
-#include "mltune/node_steps.hpp"
+// step (feeder.hpp).
+#include "mltune/feeder.hpp"
 
 namespace mltune {
 

@@ -1,12 +1,11 @@
 // ModuleStep: the profile's kernel modules as a transaction step
-// (node_steps.hpp), and the modprobe loader.
-#include "mltune/node_steps.hpp"
+// (modules.hpp), and the modprobe loader.
+#include "mltune/modules.hpp"
 
 #include "base/baseline.hpp"
 #include "base/file_lock.hpp"
 #include "base/process.hpp"
 #include "mltune/config.hpp"
-#include "mltune/transaction.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -179,8 +178,8 @@ std::unique_ptr<ModuleLoader> make_live_module_loader(const Sysroot &root) {
   return root.is_node() ? std::make_unique<Modprobe>(root) : nullptr;
 }
 
-ModuleStep::ModuleStep(const Profile &profile, const Sysroot &root, ModuleLoader *loader)
-    : profile_(profile), root_(root), loader_(loader) {
+ModuleStep::ModuleStep(std::span<const KernelModule> modules, const Sysroot &root, ModuleLoader *loader)
+    : modules_(modules), root_(root), loader_(loader) {
   if (loader_ == nullptr) {
     live_ = make_live_module_loader(root);
     loader_ = live_.get();
@@ -191,7 +190,7 @@ Status ModuleStep::plan() {
   todo_.clear();
   loaded_.clear();
   skipped_.clear();
-  if (profile_.modules.empty()) {
+  if (modules_.empty()) {
     return {};
   }
   // Before anything else, on a tree too: a module the node does not allow is
@@ -200,7 +199,7 @@ Status ModuleStep::plan() {
   if (!allow) {
     return allow.error();
   }
-  for (const auto &m : profile_.modules) {
+  for (const auto &m : modules_) {
     if (!allow->allows(m.name)) {
       return input_error("module " + m.name + " (" + m.origin + ") is not on this node's module allowlist (" +
                          allow->source + ": " + allow->listed() + "); add it to [modules] allow in " +
@@ -210,7 +209,7 @@ Status ModuleStep::plan() {
   if (loader_ == nullptr) {
     return {};
   }
-  for (const auto &m : profile_.modules) {
+  for (const auto &m : modules_) {
     if (loader_->loaded(m.name)) {
       continue;
     }

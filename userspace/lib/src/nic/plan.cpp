@@ -4,8 +4,8 @@
 
 #include "mltune/cpulist.hpp"
 #include "mltune/parse.hpp"
-#include "nic/plan_phases.hpp"
 #include "nic/baseline.hpp"
+#include "nic/plan_phases.hpp"
 
 #include <algorithm>
 #include <array>
@@ -110,7 +110,7 @@ std::uint64_t roundup_pow2(std::uint64_t v) {
 }
 
 // A device's wanted settings: every matching rule in order, later wins.
-std::map<std::string, NicSetting> wanted_for(const std::vector<NicRule> &rules, const NicDevice &dev) {
+std::map<std::string, NicSetting> wanted_for(std::span<const NicRule> rules, const NicDevice &dev) {
   std::map<std::string, NicSetting> out;
   for (const auto &r : rules) {
     const bool hit = fnmatch(r.glob.c_str(), dev.name.c_str(), 0) == 0 ||
@@ -304,7 +304,7 @@ Result<std::vector<unsigned>> DeviceChanges::housekeeping() {
   return hk_;
 }
 
-NicWanted nic_wanted_for(const std::vector<NicRule> &rules, const NicDevice &dev) {
+NicWanted nic_wanted_for(std::span<const NicRule> rules, const NicDevice &dev) {
   return wanted_for(rules, dev);
 }
 
@@ -478,7 +478,7 @@ Status plan_rps(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals &totals
   return {};
 }
 
-Status plan_device(const std::vector<NicRule> &rules, const NicDevice &dev, NicBackend &backend, NicPlan &plan,
+Status plan_device(std::span<const NicRule> rules, const NicDevice &dev, NicBackend &backend, NicPlan &plan,
                    NicPlanTotals &totals) {
   const NicWanted wanted = wanted_for(rules, dev);
   DeviceChanges d(dev, backend, plan);
@@ -562,7 +562,7 @@ void plan_irq_load(NicPlan &plan) {
 
 } // namespace detail
 
-Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<NicDevice> &devices, NicBackend &backend,
+Result<NicPlan> nic_plan(std::span<const NicRule> rules, const std::vector<NicDevice> &devices, NicBackend &backend,
                          const NicOptions &opts) {
   (void)opts;
   NicPlan plan;
@@ -580,8 +580,7 @@ Result<NicPlan> nic_plan(const std::vector<NicRule> &rules, const std::vector<Ni
   return plan;
 }
 
-Result<NicReport> nic_apply(const std::vector<NicRule> &rules, NicBackend &backend, const NicOptions &opts,
-                            bool dry_run) {
+Result<NicReport> nic_apply(std::span<const NicRule> rules, NicBackend &backend, const NicOptions &opts, bool dry_run) {
   // Only what the rules can change is read from the devices.
   std::set<std::string, std::less<>> groups{"link"};
   for (const auto &r : rules) {

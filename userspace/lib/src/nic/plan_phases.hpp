@@ -10,6 +10,7 @@
 
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,7 @@ struct NicPlanTotals {
 };
 
 // A device's wanted settings: every matching rule in order, later wins.
-NicWanted nic_wanted_for(const std::vector<NicRule> &rules, const NicDevice &dev);
+NicWanted nic_wanted_for(std::span<const NicRule> rules, const NicDevice &dev);
 
 // features.NAME: every kernel feature the name expands to; `at` names the setting in errors.
 Status plan_feature(DeviceChanges &d, const std::string &key, const NicSetting &s, const std::string &at);
@@ -71,7 +72,7 @@ Status plan_queue_irqs(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals 
 Status plan_rps(DeviceChanges &d, const NicWanted &wanted, NicPlanTotals &totals);
 
 // All the phases of one device; its changes are appended to the plan in apply order.
-Status plan_device(const std::vector<NicRule> &rules, const NicDevice &dev, NicBackend &backend, NicPlan &plan,
+Status plan_device(std::span<const NicRule> rules, const NicDevice &dev, NicBackend &backend, NicPlan &plan,
                    NicPlanTotals &totals);
 
 // sysctl.net.core.rps_sock_flow_entries when a device wants RPS flow entries.

@@ -1,15 +1,14 @@
 // Applying and reverting the node configuration (config.hpp): one
 // transaction over the profile's KnobStep and NicStep, the PoolStep and the
-// FeederStep (node_steps.hpp), and a state file that says what to put back.
+// FeederStep (feeder.hpp), and a state file that says what to put back.
 #include "mltune/config.hpp"
 
 #include "base/baseline.hpp"
 #include "base/state_file.hpp"
+#include "mltune/modules.hpp"
 #include "mltune/node.hpp"
-#include "mltune/node_steps.hpp"
 #include "mltune/pool.hpp"
 #include "mltune/switch.hpp"
-#include "mltune/transaction.hpp"
 #include "node/config_revert.hpp"
 
 #include <nlohmann/json.hpp>
@@ -148,10 +147,10 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
   }
   const Profile none;
   const Profile &prof = profile ? *profile : none;
-  ModuleStep modules(prof, root);
+  ModuleStep modules(prof.modules, root);
   const Backend backend = choose_backend(root, Backend::automatic);
   KnobStep knobs(prof, root, backend);
-  NicStep nic(prof, root);
+  NicStep nic(prof.nic, root);
   PoolStep pool(root, cfg.pool, cfg.user_quota);
   FeederStep feeder(root, cfg.feeder_cpus.value_or(""), {cfg.feeder_mechanism, cfg.feeder_partition});
   std::vector<Step *> steps;
@@ -295,7 +294,7 @@ Result<ConfigReport> detail::revert_config_locked(const Sysroot &root, bool pool
     }
     // The modules the profile loaded, after the knobs that used them.
     const Profile none;
-    ModuleStep mods(none, root);
+    ModuleStep mods(none.modules, root);
     if (auto st = mods.baseline(); !st) {
       failed.push_back("modules: " + st.error().message);
     } else if (!mods.in_use().empty()) {

@@ -4,7 +4,6 @@
 
 #include "base/state_file.hpp"
 #include "base/unique_fd.hpp"
-#include "switch/undo.hpp"
 
 #include <linux/netlink.h>
 #include <nlohmann/json.hpp>
@@ -71,9 +70,9 @@ Status save(const Sysroot &root, FollowState s, FollowRecord r) {
 // The user-space domains back on their baseline (the module went to it).
 Status to_baseline(const Sysroot &root, const NodeSeams &seams) {
   const Profile none;
-  ModuleStep modules(none, root, seams.modules);
-  NicStep nic(none, root, seams.nic ? seams.nic() : nullptr);
-  SchedStep sched(none, root, seams.sched);
+  ModuleStep modules(none.modules, root, seams.modules);
+  NicStep nic(none.nic, root, seams.nic ? seams.nic() : nullptr);
+  SchedStep sched(none.sched_rules, root, seams.sched);
   std::string failed;
   for (Step *s : std::array<Step *, 3>{&sched, &nic, &modules}) {
     if (auto st = s->baseline(); !st) {
@@ -110,7 +109,7 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
   if (!lock) {
     return lock.error();
   }
-  auto active = detail::kernel_active(root);
+  auto active = active_profile(root, Backend::kernel);
   if (!active) {
     return active.error();
   }
@@ -165,10 +164,10 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
   // list of this node ([cpu] and [block] settings expanded, knobs of a module
   // just loaded such as tcp_congestion_control = bbr) replaces the one the
   // plain write switched to where they differ.
-  ModuleStep modules(prof, root, seams.modules);
+  ModuleStep modules(prof.modules, root, seams.modules);
   KnobStep knobs(prof, root, Backend::kernel);
-  NicStep nic(prof, root, seams.nic ? seams.nic() : nullptr);
-  SchedStep sched(prof, root, seams.sched);
+  NicStep nic(prof.nic, root, seams.nic ? seams.nic() : nullptr);
+  SchedStep sched(prof.sched_rules, root, seams.sched);
   const std::array<Step *, 4> steps{&modules, &knobs, &nic, &sched};
   // A profile file that does not load is a failure like any other.
   auto done = loaded ? run_transaction(steps, {}) : Result<TransactionReport>(loaded.error());

@@ -13,7 +13,6 @@
 #include "mltune/persist.hpp"
 #include "mltune/pool.hpp"
 #include "node/config_revert.hpp"
-#include "switch/undo.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -81,9 +80,9 @@ std::unique_ptr<NicBackend> nic_backend(const Sysroot &root, const NodeSeams &se
 // ---- switch ----------------------------------------------------------------------
 
 ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams)
-    : profile_(profile), root_(root), backend_(backend), modules_(profile, root, seams.modules),
-      knobs_(profile, root, backend), nic_(profile, root, seams.nic ? seams.nic() : nullptr),
-      sched_(profile, root, seams.sched), boot_(profile, root) {}
+    : profile_(profile), root_(root), backend_(backend), modules_(profile.modules, root, seams.modules),
+      knobs_(profile, root, backend), nic_(profile.nic, root, seams.nic ? seams.nic() : nullptr),
+      sched_(profile.sched_rules, root, seams.sched), boot_(profile, root) {}
 
 Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
   auto lock = NodeLock::acquire_if(root_, !opt.dry_run);
@@ -559,7 +558,7 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
     return {"modules", "off", "no module loaded by mltune"};
   }
   const Profile none;
-  ModuleStep step(none, root, seams.modules);
+  ModuleStep step(none.modules, root, seams.modules);
   if (seams.modules == nullptr && !root.is_node()) {
     return {"modules", "unchecked", "modules are unloaded on a running node only, not in a file tree"};
   }

@@ -1,6 +1,5 @@
 // PoolStep: the pool part of the node configuration as a transaction step
-// (node_steps.hpp).
-#include "mltune/node_steps.hpp"
+// (pool.hpp).
 #include "mltune/pool.hpp"
 
 #include <algorithm>

@@ -498,7 +498,7 @@ void add_named_threads(const SchedSystem &sys, int pid, const std::vector<int> &
 }
 
 // `n`: the thread with its name (what a scan reads first).
-Result<ThreadPlan> plan_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, const ThreadInfo &n,
+Result<ThreadPlan> plan_thread(SchedSystem &sys, std::span<const SchedRule> rules, const ThreadInfo &n,
                                const SchedOptions &opt, std::map<std::string, std::string> &placements) {
   if (!sched_name_matches(rules, n.comm)) {
     return failure("no rule");
@@ -660,7 +660,7 @@ int64_t sched_ledger_age_ms(const SchedWatchCache &wc) {
   return wc.at < 0 ? -1 : mono_ms() - wc.at;
 }
 
-Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &rules, const SchedOptions &opt) {
+Result<SchedReport> sched_apply(SchedSystem &sys, std::span<const SchedRule> rules, const SchedOptions &opt) {
   // A dry run changes nothing, and creates no lock file either.
   auto lock =
       FileLock::acquire(sys.root(), k_lock_path, opt.dry_run ? FileLock::Missing::skip : FileLock::Missing::create);
@@ -690,7 +690,7 @@ Result<SchedReport> sched_apply(SchedSystem &sys, const std::vector<SchedRule> &
   return run_plans(sys, std::move(plans), opt);
 }
 
-Result<SchedReport> sched_apply_thread(SchedSystem &sys, const std::vector<SchedRule> &rules, int pid, int tid,
+Result<SchedReport> sched_apply_thread(SchedSystem &sys, std::span<const SchedRule> rules, int pid, int tid,
                                        const SchedOptions &opt) {
   auto lock = FileLock::acquire(sys.root(), k_lock_path);
   if (!lock) {
@@ -824,7 +824,7 @@ bool sched_attr_holds(const SchedAttr &cur, const SchedAttr &want) {
   return same_attr(cur, want);
 }
 
-std::vector<SchedListEntry> sched_list(const SchedSystem &sys, const std::vector<SchedRule> &rules,
+std::vector<SchedListEntry> sched_list(const SchedSystem &sys, std::span<const SchedRule> rules,
                                        std::optional<int> pid) {
   // A state file that cannot be read lists every thread as unmanaged.
   const State st = load_state(sys.root()).value_or(State{});

@@ -275,11 +275,11 @@ bool SchedRule::matches_name(std::string_view comm) const {
   return glob_match(thread, comm);
 }
 
-bool sched_name_matches(const std::vector<SchedRule> &rules, std::string_view comm) {
+bool sched_name_matches(std::span<const SchedRule> rules, std::string_view comm) {
   return std::any_of(rules.begin(), rules.end(), [&](const SchedRule &r) { return r.matches_name(comm); });
 }
 
-const SchedRule *sched_match(const std::vector<SchedRule> &rules, const ThreadInfo &t) {
+const SchedRule *sched_match(std::span<const SchedRule> rules, const ThreadInfo &t) {
   for (const auto &r : rules) {
     if (!r.matches_name(t.comm)) {
       continue;

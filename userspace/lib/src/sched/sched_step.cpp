@@ -1,18 +1,17 @@
 // SchedStep: the profile's scheduler rules as a transaction step
-// (node_steps.hpp).
-#include "mltune/node_steps.hpp"
-
-#include "mltune/profile.hpp"
+// (sched.hpp).
+#include "mltune/sched.hpp"
 
 #include <algorithm>
 
 namespace mltune {
 
-SchedStep::SchedStep(const Profile &profile, const Sysroot &root, SchedSystem *sys) : profile_(profile), sys_(sys) {
+SchedStep::SchedStep(std::span<const SchedRule> rules, const Sysroot &root, SchedSystem *sys)
+    : rules_(rules), sys_(sys) {
   if (sys_ == nullptr && root.acts_on_node()) {
     live_ = make_live_sched_system(root);
     sys_ = live_.get();
-  } else if (sys_ == nullptr && root.is_node() && !profile_.sched_rules.empty()) {
+  } else if (sys_ == nullptr && root.is_node() && !rules_.empty()) {
     unreachable_ = root.require_namespaces("sched rules", {"pid", "net"});
   }
 }
@@ -25,7 +24,7 @@ Status SchedStep::plan() {
   if (!active()) {
     return {};
   }
-  for (const auto &r : profile_.sched_rules) {
+  for (const auto &r : rules_) {
     if (r.cpus.empty()) {
       continue;
     }
@@ -40,7 +39,7 @@ Status SchedStep::apply() {
   if (!active()) {
     return {};
   }
-  auto rep = sched_apply(*sys_, profile_.sched_rules, SchedOptions{});
+  auto rep = sched_apply(*sys_, rules_, SchedOptions{});
   if (!rep) {
     return rep.error();
   }
@@ -60,10 +59,9 @@ Status SchedStep::verify() {
   }
   std::string differs;
   size_t n = 0;
-  for (const auto &e : sched_list(*sys_, profile_.sched_rules, std::nullopt)) {
-    const auto r = std::find_if(profile_.sched_rules.begin(), profile_.sched_rules.end(),
-                                [&](const SchedRule &x) { return x.name == e.rule; });
-    if (r == profile_.sched_rules.end()) {
+  for (const auto &e : sched_list(*sys_, rules_, std::nullopt)) {
+    const auto r = std::find_if(rules_.begin(), rules_.end(), [&](const SchedRule &x) { return x.name == e.rule; });
+    if (r == rules_.end()) {
       continue;
     }
     if (sched_attr_holds(e.attr, r->attr) || (r->fallback && sched_attr_holds(e.attr, *r->fallback))) {

@@ -157,7 +157,7 @@ private:
 // cached ledger and deferred state records (SchedWatchCache).
 class Watcher {
 public:
-  Watcher(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt)
+  Watcher(SchedSystem &sys, std::span<const SchedRule> rules, const WatchOptions &opt)
       : sys_(sys), rules_(rules), opt_(opt), cache_(opt.sched.ledger_ttl_ms > 0) {
     scan_ = opt.sched;
     scan_.watch = sched_watch_cache();
@@ -218,7 +218,7 @@ private:
   void one(int pid, int tid, const char *why);
 
   SchedSystem &sys_;
-  const std::vector<SchedRule> &rules_;
+  std::span<const SchedRule> rules_;
   const WatchOptions &opt_;
   SchedOptions scan_; // full scans: the state file written at once
   SchedOptions hot_;  // events: deferred
@@ -334,7 +334,7 @@ Result<std::unique_ptr<ProcEventSource>> open_proc_connector() {
   return std::unique_ptr<ProcEventSource>(std::move(src));
 }
 
-Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt) {
+Status sched_watch(SchedSystem &sys, std::span<const SchedRule> rules, const WatchOptions &opt) {
   auto src = open_proc_connector();
   if (!src) {
     return src.error();
@@ -342,8 +342,7 @@ Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const 
   return sched_watch(sys, rules, opt, **src);
 }
 
-Status sched_watch(SchedSystem &sys, const std::vector<SchedRule> &rules, const WatchOptions &opt,
-                   ProcEventSource &src) {
+Status sched_watch(SchedSystem &sys, std::span<const SchedRule> rules, const WatchOptions &opt, ProcEventSource &src) {
   Watcher w(sys, rules, opt);
   w.start();
   while (!(opt.stop && opt.stop())) {

@@ -1,0 +1,80 @@
+// A profile switch as one transaction over steps, one step per domain.
+// Each domain declares its step in its own header (KnobStep: switch.hpp,
+// NicStep: nic.hpp, SchedStep: sched.hpp, ModuleStep: modules.hpp,
+// BootStep: boot.hpp, PoolStep: pool.hpp, FeederStep: feeder.hpp).
+//
+// Every domain a profile touches (kernel knobs, NIC settings, ...) is a Step
+// with one lifecycle:
+//
+//   plan()      reads the node and decides what apply() will do; writes
+//               nothing.  A profile that cannot be applied here fails now,
+//               before any step has written anything.
+//   apply()     applies the plan; a step that fails leaves nothing of its
+//               own changed (each backend is itself all or nothing).
+//   verify()    reads back what apply() wrote; the error names the first
+//               difference.
+//   rollback()  undoes a successful apply(): the node is as plan() found it.
+//   baseline()  restores the values from before mltune's first switch, for
+//               the domains that record them.
+//
+// run_transaction() plans every step, then applies them in order; when a
+// step fails (or, with verify, does not read back), the steps applied before
+// it are rolled back newest first and the error names the step, keeps the
+// kind and errno of the failure, and says what was rolled back.
+#pragma once
+
+#include "mltune/result.hpp"
+
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mltune {
+
+class Step {
+public:
+  Step() = default;
+  Step(const Step &) = delete;
+  Step &operator=(const Step &) = delete;
+  Step(Step &&) = delete;
+  Step &operator=(Step &&) = delete;
+  virtual ~Step() = default;
+
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  virtual Status plan() = 0;
+  virtual Status apply() = 0;
+  virtual Status verify() = 0;
+  virtual Status rollback() = 0;
+  virtual Status baseline() = 0;
+};
+
+struct TransactionOptions {
+  bool dry_run = false; // plan only
+  bool verify = false;  // read every step back after the last apply
+  // Called before each phase of each step ("plan", "apply", "verify",
+  // "rollback"), for progress output.
+  std::function<void(std::string_view step, std::string_view phase)> progress;
+  // Fault injection for tests (mltunectl: MLTUNE_FAIL_STEP): the named step
+  // fails right after its apply() succeeded, so it and every step before it
+  // are rolled back.
+  std::string fail_after;
+  // A test hook (mltunectl: MLTUNE_STOP_AT): the process stops itself
+  // (SIGSTOP) at the named point, "STEP/applied" after a step's apply(), so
+  // a test can kill it there (the modules step has "modules/recorded" too,
+  // ModuleStep::stop_at()).
+  std::string stop_at;
+};
+
+// The process stops itself (SIGSTOP) when `point` is `stop_at`: the
+// TransactionOptions::stop_at test hook.
+void stop_point(std::string_view stop_at, std::string_view point);
+
+struct TransactionReport {
+  std::vector<std::string> applied; // step names, in order
+};
+
+Result<TransactionReport> run_transaction(std::span<Step *const> steps, const TransactionOptions &opt);
+
+} // namespace mltune
