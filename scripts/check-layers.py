@@ -66,8 +66,6 @@ EXCEPTIONS = {
         "the node configuration's [pool] table checks its values with the pool's limits",
     ("src/config/config.cpp", "profile/profile_phases.hpp"):
         "the node configuration is read with the profile's TOML helpers and module-name rule; they belong in base",
-    ("include/mltune/noise.hpp", "mltune/audit.hpp"):
-        "the noise probe's findings are audit Findings; the Finding type belongs below both",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

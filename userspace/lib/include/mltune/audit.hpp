@@ -10,16 +10,6 @@
 
 namespace mltune {
 
-struct Finding {
-  std::string id;       // "sysctl:vm.swappiness", "cpu:governor", "limits:memlock:effective"
-  std::string category; // sysctl sysfs cpu memory limits kernel irq gpu pcie sched
-  Severity severity = Severity::ok;
-  std::string current;
-  std::string recommended;
-  std::string impact;
-  std::string fix; // a command or file edit that fixes it; empty when ok
-};
-
 struct AuditOptions {
   // Run <sysroot>/usr/bin/nvidia-smi when it exists and NVML gave no answer.
   bool run_nvidia_smi = true;

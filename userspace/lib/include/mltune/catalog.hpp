@@ -18,6 +18,19 @@ enum class KnobType {
 enum class Severity { ok, info, warning, critical };
 std::string_view to_string(Severity s);
 
+// One finding of `mltunectl audit` (audit.hpp), or of a probe that reports
+// through it (noise_findings(), noise.hpp): what is off, what it costs and
+// the fix.
+struct Finding {
+  std::string id;       // "sysctl:vm.swappiness", "cpu:governor", "limits:memlock:effective"
+  std::string category; // sysctl sysfs cpu memory limits kernel irq gpu pcie sched
+  Severity severity = Severity::ok;
+  std::string current;
+  std::string recommended;
+  std::string impact;
+  std::string fix; // a command or file edit that fixes it; empty when ok
+};
+
 struct CatalogEntry {
   std::string_view key; // sysctl name ("vm.swappiness") or path relative to /sys
   KnobType type;

@@ -17,7 +17,7 @@
 // Known kernel noise sources are named, with what removes them.
 #pragma once
 
-#include "mltune/audit.hpp"
+#include "mltune/catalog.hpp"
 #include "mltune/cpulist.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
