@@ -5,6 +5,7 @@
 #include "base/baseline.hpp"
 #include "mltune/modules.hpp"
 #include "mltune/node.hpp"
+#include "node/domains.hpp"
 
 #include "fake_nic.hpp"
 #include "fake_sched.hpp"
@@ -489,4 +490,40 @@ TEST(ModuleLoader, BuiltinModulesAndAMissingTree) {
   ASSERT_FALSE(planned);
   EXPECT_NE(planned.error().message.find("tcp_cubic_x (t.toml:1, required)"), std::string::npos)
       << planned.error().message;
+}
+
+// The one ordered domain list (node/domains.cpp): each operation takes its
+// domains from it, in its order, and only those with settings here.
+TEST(NodeDomains, EveryOperationTakesItsStepsFromTheOneList) {
+  FakeSysroot fake;
+  const Sysroot root = fake.root();
+  auto names = [](const std::vector<Step *> &steps) {
+    std::vector<std::string> out;
+    for (const Step *s : steps) {
+      out.emplace_back(s->name());
+    }
+    return out;
+  };
+  using V = std::vector<std::string>;
+  const Profile p;
+  NodeConfig cfg;
+  cfg.feeder_cpus = "1";
+  cfg.pool = {{0, 16}};
+  detail::NodeDomains all(root, &p, Backend::direct, {}, &cfg);
+  EXPECT_EQ(names(all.steps(detail::NodeOp::profile_switch)), (V{"modules", "knobs", "nic", "sched", "boot"}));
+  EXPECT_EQ(names(all.steps(detail::NodeOp::follow)), (V{"modules", "knobs", "nic", "sched"}));
+  EXPECT_EQ(names(all.steps(detail::NodeOp::follow_reset)), (V{"sched", "nic", "modules"}));
+  EXPECT_EQ(names(all.steps(detail::NodeOp::config)), (V{"modules", "knobs", "feeder", "nic", "pool"}));
+  ASSERT_NE(all.feeder(), nullptr);
+  ASSERT_NE(all.pool(), nullptr);
+
+  // No profile: none of its domains; no feeder or pool setting: neither.
+  NodeConfig only_pool;
+  only_pool.user_quota = 0;
+  detail::NodeDomains pool_only(root, nullptr, Backend::direct, {}, &only_pool);
+  EXPECT_EQ(names(pool_only.steps(detail::NodeOp::config)), V{"pool"});
+  EXPECT_EQ(pool_only.feeder(), nullptr);
+  detail::NodeDomains bare(root, nullptr, Backend::direct, {});
+  EXPECT_TRUE(bare.steps(detail::NodeOp::config).empty());
+  EXPECT_EQ(bare.pool(), nullptr);
 }

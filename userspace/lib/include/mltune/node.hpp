@@ -34,6 +34,10 @@
 
 namespace mltune {
 
+namespace detail {
+class NodeDomains;
+} // namespace detail
+
 inline constexpr std::string_view k_node_lock = "/run/mltune/node.lock";
 
 // Where domains reach the kernel other than through files.  Unset: the live
@@ -75,21 +79,22 @@ public:
   ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams = {});
   [[nodiscard]] Result<TransactionReport> run(const TransactionOptions &opt);
 
-  [[nodiscard]] ModuleStep &modules() { return modules_; }
-  [[nodiscard]] KnobStep &knobs() { return knobs_; }
-  [[nodiscard]] NicStep &nic() { return nic_; }
-  [[nodiscard]] SchedStep &sched() { return sched_; }
-  [[nodiscard]] BootStep &boot() { return boot_; }
+  ~ProfileSwitch();
+  ProfileSwitch(const ProfileSwitch &) = delete;
+  ProfileSwitch &operator=(const ProfileSwitch &) = delete;
+
+  [[nodiscard]] ModuleStep &modules();
+  [[nodiscard]] KnobStep &knobs();
+  [[nodiscard]] NicStep &nic();
+  [[nodiscard]] SchedStep &sched();
+  [[nodiscard]] BootStep &boot();
 
 private:
   const Profile &profile_;
   const Sysroot &root_;
   Backend backend_;
-  ModuleStep modules_;
-  KnobStep knobs_;
-  NicStep nic_;
-  SchedStep sched_;
-  BootStep boot_;
+  // The steps, from the node's ordered domain list (node/domains.hpp).
+  std::unique_ptr<detail::NodeDomains> domains_;
 };
 
 // One difference between the node and a profile, the same shape in every

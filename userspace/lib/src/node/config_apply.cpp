@@ -10,6 +10,7 @@
 #include "mltune/pool.hpp"
 #include "mltune/switch.hpp"
 #include "node/config_revert.hpp"
+#include "node/domains.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -53,19 +54,22 @@ constexpr StateFile<ConfigState> k_state{k_config_state, 1, false};
 
 // The state after a successful apply: domains add up, the pool keeps the
 // values the first apply of the boot found.
-ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep &pool) {
+ConfigState merged(ConfigState s, const NodeConfig &cfg, const PoolStep *pool) {
   if (cfg.profile) {
     s.profile = *cfg.profile;
     s.knobs = true;
   }
   s.feeder = s.feeder || (cfg.feeder_cpus && !cfg.feeder_cpus->empty());
-  for (const auto &[node, pages] : pool.before()) {
+  if (pool == nullptr) {
+    return s;
+  }
+  for (const auto &[node, pages] : pool->before()) {
     if (std::none_of(s.pool.begin(), s.pool.end(), [&](const auto &p) { return p.first == node; })) {
       s.pool.emplace_back(node, pages);
     }
   }
   if (cfg.user_quota && !s.user_quota) {
-    s.user_quota = pool.quota_before();
+    s.user_quota = pool->quota_before();
   }
   return s;
 }
@@ -145,34 +149,9 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
     }
     profile = std::move(*p);
   }
-  const Profile none;
-  const Profile &prof = profile ? *profile : none;
-  ModuleStep modules(prof.modules, root);
   const Backend backend = choose_backend(root, Backend::automatic);
-  KnobStep knobs(prof, root, backend);
-  NicStep nic(prof.nic, root);
-  PoolStep pool(root, cfg.pool, cfg.user_quota);
-  FeederStep feeder(root, cfg.feeder_cpus.value_or(""), {cfg.feeder_mechanism, cfg.feeder_partition});
-  std::vector<Step *> steps;
-  if (profile) {
-    // The profile's modules before its knobs (the bbr knob needs tcp_bbr).
-    steps.push_back(&modules);
-    steps.push_back(&knobs);
-  }
-  // The feeder before the NIC settings: the NIC plan places queue IRQs and
-  // RPS on the CPUs the feeder leaves (planned here, before either applies).
-  if (cfg.feeder_cpus) {
-    steps.push_back(&feeder);
-    nic.feeders_from([&feeder] { return feeder.planned_cpus().cpus(); });
-  }
-  if (profile) {
-    steps.push_back(&nic);
-  }
-  // The pool last: a reservation can fail only when it is made (the
-  // kernel runs out of 2 MiB pages), and then every step before goes back.
-  if (!cfg.pool.empty() || cfg.user_quota) {
-    steps.push_back(&pool);
-  }
+  detail::NodeDomains domains(root, profile ? &*profile : nullptr, backend, {}, &cfg);
+  const std::vector<Step *> steps = domains.steps(detail::NodeOp::config);
   TransactionOptions t;
   t.dry_run = opt.dry_run;
   t.progress = opt.progress;
@@ -200,24 +179,25 @@ Result<ConfigReport> apply_config(const Sysroot &root, const NodeConfig &cfg, co
     return rep;
   }
   for (const Step *s : steps) {
-    if (s == &knobs) {
-      rep.lines.push_back(knob_line(knobs));
-    } else if (s == &nic) {
-      rep.lines.push_back(nic_line(nic));
-    } else if (s == &pool) {
-      rep.lines.push_back(pool.summary());
-    } else if (s == &feeder) {
-      rep.lines.push_back(feeder.summary());
-    } else if (s == &modules) {
-      std::string l = "modules: " + std::to_string(modules.loaded().size()) + " loaded";
-      for (const auto &m : modules.skipped()) {
+    const std::string_view name = s->name();
+    if (name == "knobs") {
+      rep.lines.push_back(knob_line(domains.knobs()));
+    } else if (name == "nic") {
+      rep.lines.push_back(nic_line(domains.nic()));
+    } else if (name == "pool") {
+      rep.lines.push_back(domains.pool()->summary());
+    } else if (name == "feeder") {
+      rep.lines.push_back(domains.feeder()->summary());
+    } else if (name == "modules") {
+      std::string l = "modules: " + std::to_string(domains.modules().loaded().size()) + " loaded";
+      for (const auto &m : domains.modules().skipped()) {
         l += "; skipped " + m;
       }
       rep.lines.push_back(l);
     }
   }
   auto old = k_state.load(root);
-  const ConfigState state = merged(old && *old ? **old : ConfigState{}, cfg, pool);
+  const ConfigState state = merged(old && *old ? **old : ConfigState{}, cfg, domains.pool());
   if (auto st = k_state.save(root, state); !st) {
     return with_context(st.error(), "the configuration was applied, but recording it for 'config revert' failed");
   }

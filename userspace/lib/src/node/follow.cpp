@@ -4,6 +4,7 @@
 
 #include "base/state_file.hpp"
 #include "base/unique_fd.hpp"
+#include "node/domains.hpp"
 
 #include <linux/netlink.h>
 #include <nlohmann/json.hpp>
@@ -70,11 +71,9 @@ Status save(const Sysroot &root, FollowState s, FollowRecord r) {
 // The user-space domains back on their baseline (the module went to it).
 Status to_baseline(const Sysroot &root, const NodeSeams &seams) {
   const Profile none;
-  ModuleStep modules(none.modules, root, seams.modules);
-  NicStep nic(none.nic, root, seams.nic ? seams.nic() : nullptr);
-  SchedStep sched(none.sched_rules, root, seams.sched);
+  detail::NodeDomains domains(root, &none, Backend::kernel, seams);
   std::string failed;
-  for (Step *s : std::array<Step *, 3>{&sched, &nic, &modules}) {
+  for (Step *s : domains.steps(detail::NodeOp::follow_reset)) {
     if (auto st = s->baseline(); !st) {
       failed += (failed.empty() ? "" : "; ") + std::string(s->name()) + ": " + st.error().message;
     }
@@ -164,13 +163,10 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
   // list of this node ([cpu] and [block] settings expanded, knobs of a module
   // just loaded such as tcp_congestion_control = bbr) replaces the one the
   // plain write switched to where they differ.
-  ModuleStep modules(prof.modules, root, seams.modules);
-  KnobStep knobs(prof, root, Backend::kernel);
-  NicStep nic(prof.nic, root, seams.nic ? seams.nic() : nullptr);
-  SchedStep sched(prof.sched_rules, root, seams.sched);
-  const std::array<Step *, 4> steps{&modules, &knobs, &nic, &sched};
+  detail::NodeDomains domains(root, &prof, Backend::kernel, seams);
   // A profile file that does not load is a failure like any other.
-  auto done = loaded ? run_transaction(steps, {}) : Result<TransactionReport>(loaded.error());
+  auto done =
+      loaded ? run_transaction(domains.steps(detail::NodeOp::follow), {}) : Result<TransactionReport>(loaded.error());
   if (!done) {
     rec.error = done.error().message;
     rec.in_line = in_line;
@@ -186,10 +182,13 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
     }
   } else {
     rec.in_line = name;
-    rec.detail = "modules " + std::to_string(modules.loaded().size()) + " loaded, knobs switched with this node's " +
-                 std::to_string(knobs.switch_plan().steps.size()) + ", NIC " +
-                 std::to_string(nic.applied() ? nic.applied()->applied.size() : 0) + " setting(s) changed, " +
-                 std::to_string(sched.applied() ? sched.applied()->actions.size() : 0) + " thread(s)";
+    const auto &nic = domains.nic().applied();
+    const auto &sched = domains.sched().applied();
+    rec.detail = "modules " + std::to_string(domains.modules().loaded().size()) +
+                 " loaded, knobs switched with this node's " +
+                 std::to_string(domains.knobs().switch_plan().steps.size()) + ", NIC " +
+                 std::to_string(nic ? nic->applied.size() : 0) + " setting(s) changed, " +
+                 std::to_string(sched ? sched->actions.size() : 0) + " thread(s)";
     // Our own switch counts as followed.
     if (auto g2 = kernel_generation(root)) {
       rec.generation = *g2;

@@ -13,6 +13,7 @@
 #include "mltune/persist.hpp"
 #include "mltune/pool.hpp"
 #include "node/config_revert.hpp"
+#include "node/domains.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -80,18 +81,34 @@ std::unique_ptr<NicBackend> nic_backend(const Sysroot &root, const NodeSeams &se
 // ---- switch ----------------------------------------------------------------------
 
 ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams)
-    : profile_(profile), root_(root), backend_(backend), modules_(profile.modules, root, seams.modules),
-      knobs_(profile, root, backend), nic_(profile.nic, root, seams.nic ? seams.nic() : nullptr),
-      sched_(profile.sched_rules, root, seams.sched), boot_(profile, root) {}
+    : profile_(profile), root_(root), backend_(backend),
+      domains_(std::make_unique<detail::NodeDomains>(root, &profile, backend, seams)) {}
+
+ProfileSwitch::~ProfileSwitch() = default;
+
+ModuleStep &ProfileSwitch::modules() {
+  return domains_->modules();
+}
+KnobStep &ProfileSwitch::knobs() {
+  return domains_->knobs();
+}
+NicStep &ProfileSwitch::nic() {
+  return domains_->nic();
+}
+SchedStep &ProfileSwitch::sched() {
+  return domains_->sched();
+}
+BootStep &ProfileSwitch::boot() {
+  return domains_->boot();
+}
 
 Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
   auto lock = NodeLock::acquire_if(root_, !opt.dry_run);
   if (!lock) {
     return lock.error();
   }
-  const std::array<Step *, 5> steps{&modules_, &knobs_, &nic_, &sched_, &boot_};
-  modules_.stop_at(opt.stop_at);
-  auto r = run_transaction(steps, opt);
+  domains_->modules().stop_at(opt.stop_at);
+  auto r = run_transaction(domains_->steps(detail::NodeOp::profile_switch), opt);
   if (r && !opt.dry_run) {
     if (auto st = record_profile(root_, profile_); !st) {
       return with_context(st.error(), "recording the switched profile");
