@@ -3,7 +3,7 @@
 # virtio-net with 4 combined channels on NUMA node 1 (CPUs 4-7).
 # Cross-checks mltunectl against Debian's ethtool program.
 . "$(dirname "$0")/lib.sh"
-t_plan 15
+t_plan 17
 M=/usr/sbin/mltunectl
 if ! command -v ethtool >/dev/null || [ ! -d /sys/class/net/eth1 ]; then
 	echo "# SKIP: needs ethtool (--bin /usr/sbin/ethtool) and both NICs"; exit 4
@@ -75,6 +75,16 @@ else t_fail "switch training NIC step"; sed 's/^/# /' /tmp/sw.out; fi
 # changed, through either backend, and says so.
 for be in direct kernel; do
 	[ $be = direct ] || $M switch --backend $be training >/dev/null 2>&1 || echo "# switch --backend $be training failed"
+	# The dry run names what the switch would restore and changes nothing.
+	switched="$(state; irq_state)"
+	if $M --dry-run --json switch --backend $be baseline >/tmp/sbd.json 2>&1 &&
+		jq -e '.domains[] | select(.domain == "nic" and .state == "planned" and
+			(.detail | test("rx-usecs")))' /tmp/sbd.json >/dev/null &&
+		[ "$(state; irq_state)" = "$switched" ]; then
+		t_ok "switch baseline --dry-run ($be backend): the NIC settings it would restore, nothing changed"
+	else
+		t_fail "switch baseline --dry-run ($be backend)"; sed 's/^/# /' /tmp/sbd.json
+	fi
 	if $M switch --backend $be baseline >/tmp/sb.out 2>&1 && [ "$(state; irq_state)" = "$base" ] &&
 		grep -q "^  nic *restored" /tmp/sb.out; then
 		t_ok "switch baseline ($be backend): rings, coalescing, offloads, RPS and IRQs as found"

@@ -48,24 +48,27 @@ nlohmann::json step_domains_json(ProfileSwitch &sw, bool dry_run) {
   return d;
 }
 
+// The document of a dry run's knob plan; "domains" is the caller's.
+nlohmann::json plan_json(const SwitchPlan &plan, Backend backend) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto &s : plan.steps) {
+    steps.push_back({{"key", s.key},
+                     {"path", s.path},
+                     {"current", s.current},
+                     {"value", s.value},
+                     {"action", action_name(s.action)},
+                     {"optional", s.optional},
+                     {"note", s.note}});
+  }
+  return {{"profile", plan.profile}, {"backend", to_string(backend)}, {"dry_run", true}, {"steps", steps}};
+}
+
 void print_plan(Context &ctx, const SwitchPlan &plan, Backend backend, ProfileSwitch *sw,
                 const Profile *profile = nullptr) {
   if (ctx.json) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto &s : plan.steps) {
-      steps.push_back({{"key", s.key},
-                       {"path", s.path},
-                       {"current", s.current},
-                       {"value", s.value},
-                       {"action", action_name(s.action)},
-                       {"optional", s.optional},
-                       {"note", s.note}});
-    }
-    ctx.emit({{"profile", plan.profile},
-              {"backend", to_string(backend)},
-              {"dry_run", true},
-              {"steps", steps},
-              {"domains", sw != nullptr ? step_domains_json(*sw, true) : nlohmann::json(nullptr)}});
+    nlohmann::json j = plan_json(plan, backend);
+    j["domains"] = sw != nullptr ? step_domains_json(*sw, true) : nlohmann::json(nullptr);
+    ctx.emit(j);
     return;
   }
   *ctx.out << "plan: switch to '" << plan.profile << "' with the " << to_string(backend) << " backend\n";
@@ -112,21 +115,7 @@ void print_report(Context &ctx, const SwitchReport &r, ProfileSwitch *sw = nullp
 }
 
 void switch_baseline(Context &ctx, const Sysroot &root, Backend backend) {
-  if (ctx.dry_run) {
-    auto base = direct_baseline(root);
-    if (!base) {
-      return ctx.fail(base.error());
-    }
-    SwitchPlan plan{std::string(k_baseline), {}};
-    if (backend == Backend::direct) {
-      for (const auto &[path, value] : *base) {
-        auto cur = root.read_value(path);
-        plan.steps.push_back({path, path, value, cur ? *cur : "", false, PlanStep::Action::write, {}});
-      }
-    }
-    return print_plan(ctx, plan, backend, nullptr);
-  }
-  auto rep = switch_to_baseline(root, backend);
+  auto rep = switch_to_baseline(root, backend, {}, ctx.dry_run);
   if (!rep) {
     return ctx.fail(rep.error());
   }
@@ -136,7 +125,23 @@ void switch_baseline(Context &ctx, const Sysroot &root, Backend backend) {
       failed += (failed.empty() ? "" : "; ") + d.domain + ": " + d.detail;
     }
   }
-  if (ctx.json) {
+  if (ctx.dry_run) {
+    // The knob plan as every switch's dry run prints it, then every other
+    // domain's part of the same path.
+    if (ctx.json) {
+      nlohmann::json j = plan_json(rep->plan, backend);
+      j["domains"] = domains_json(rep->domains);
+      ctx.emit(j);
+    } else {
+      print_plan(ctx, rep->plan, backend, nullptr);
+      std::vector<DomainState> others;
+      std::copy_if(rep->domains.begin(), rep->domains.end(), std::back_inserter(others),
+                   [backend](const DomainState &d) {
+                     return d.domain != "knobs" || d.state == "failed" || backend == Backend::kernel;
+                   });
+      print_domains(ctx, others);
+    }
+  } else if (ctx.json) {
     nlohmann::json j{{"profile", rep->knobs.profile},
                      {"backend", to_string(backend)},
                      {"written", rep->knobs.written},

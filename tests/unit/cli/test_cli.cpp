@@ -215,9 +215,30 @@ TEST_F(Cli, VerifySwitchVerifyBaseline) {
   EXPECT_EQ(run({"verify", "training"}).rc, 0);
   EXPECT_EQ(run({"verify", "inference"}).rc, 1);
 
+  // The dry run goes through the same path as the switch: every domain
+  // says what it would restore, nothing is written.
+  const auto switched = fake.snapshot();
   r = run({"--dry-run", "--json", "switch", "baseline"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_FALSE(r.j()["steps"].empty());
+  const auto plan = r.j();
+  bool swappiness = false;
+  for (const auto &s : plan["steps"]) {
+    if (s["key"] == "/proc/sys/vm/swappiness") {
+      swappiness = s["action"] == "write" && s["current"] == "1" && s["value"] == "60";
+    }
+  }
+  EXPECT_TRUE(swappiness) << plan.dump();
+  std::string domains;
+  for (const auto &d : plan["domains"]) {
+    domains += d["domain"].get<std::string>() + "=" + d["state"].get<std::string>() + " ";
+  }
+  EXPECT_EQ(domains, "sched=unchecked nic=off knobs=planned modules=off ");
+  EXPECT_EQ(fake.snapshot(), switched);
+  r = run({"--dry-run", "switch", "baseline"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("write\t/proc/sys/vm/swappiness: '1' -> '60'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nic"), std::string::npos) << r.out;
+  EXPECT_EQ(fake.snapshot(), switched);
   r = run({"switch", "baseline"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(fake.snapshot(), before);

@@ -16,6 +16,10 @@
 
 namespace mltune {
 
+// The kernel modules mltune loaded, as the node baseline records them (in
+// load order); `off` and `switch baseline` unload those still loaded.
+Result<std::vector<std::string>> recorded_modules(const Sysroot &root);
+
 // Loads and unloads kernel modules: modprobe on the live node; tests fake it.
 class ModuleLoader {
 public:

@@ -253,7 +253,8 @@ std::string nic_group(std::string_view key);
 // NIC transaction) and forgets them.  A device or IRQ that no longer exists
 // (interface renamed or gone, IRQ released) is skipped and listed in the
 // report; a failure restores the devices as they were and keeps the record.
-Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend);
+// With `dry_run`, only the plan (and what is gone): nothing is written.
+Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend, bool dry_run = false);
 
 // The profile's [nic] tables (Profile::nic) as a transaction step.  Without
 // a backend given, plan() uses the live one when the sysroot is the live

@@ -193,6 +193,9 @@ struct OffReport {
 // "modules", and "follow" or "profile" where recording it failed).
 struct BaselineReport {
   SwitchReport knobs;
+  // A dry run: the knobs the direct backend would write back (none through
+  // the module, which keeps its own baseline); the domains say "planned".
+  SwitchPlan plan;
   std::vector<DomainState> domains;
   [[nodiscard]] bool ok() const;
 };
@@ -205,8 +208,10 @@ struct BaselineReport {
 // GRUB drop-in, feeder cores, pool and persisted configuration stay: they
 // are not the running profile's (node_off() takes them too).  Every domain
 // is tried even when one fails.  Errors only when the lock cannot be taken.
+// `dry_run`: each domain says what it would restore ("planned", or "off"
+// with nothing recorded); nothing is written and no lock is taken.
 [[nodiscard]] Result<BaselineReport> switch_to_baseline(const Sysroot &root, Backend backend,
-                                                        const NodeSeams &seams = {});
+                                                        const NodeSeams &seams = {}, bool dry_run = false);
 
 // ---- following the module ---------------------------------------------------
 //

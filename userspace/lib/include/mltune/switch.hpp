@@ -65,6 +65,10 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root);
 // The direct backend's recorded baseline: (path, value before mltune) pairs;
 // empty when the node was never switched by the direct backend.
 Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const Sysroot &root);
+// What restore_baseline_direct() would write: every recorded knob, newest
+// first, with its value now ("write", or "unchanged" where it already
+// holds the baseline; "skip" where it no longer reads).
+Result<SwitchPlan> plan_baseline_direct(const Sysroot &root);
 
 // The kernel backend.
 bool kernel_backend_present(const Sysroot &root);

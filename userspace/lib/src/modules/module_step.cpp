@@ -262,6 +262,14 @@ Status save_record(const Sysroot &root, ModuleRecord &r) {
 
 } // namespace
 
+Result<std::vector<std::string>> recorded_modules(const Sysroot &root) {
+  auto r = load_record(root);
+  if (!r) {
+    return r.error();
+  }
+  return std::move(r->modules);
+}
+
 Status ModuleStep::apply() {
   if (todo_.empty()) {
     return {};

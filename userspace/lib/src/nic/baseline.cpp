@@ -75,7 +75,7 @@ Status record_nic_baseline(const Sysroot &root, const std::vector<NicChange> &ch
 
 } // namespace detail
 
-Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend) {
+Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend, bool dry_run) {
   auto b = detail::load_baseline(root);
   if (!b) {
     return b.error();
@@ -119,6 +119,9 @@ Result<NicReport> restore_nic_baseline(const Sysroot &root, NicBackend &backend)
     if (now != c.from) {
       rep.plan.changes.push_back({c.ifname, c.key, now, c.from, "baseline"});
     }
+  }
+  if (dry_run) {
+    return rep;
   }
   auto done = nic_commit(rep.plan, backend, NicOptions{});
   if (!done) {

@@ -502,7 +502,7 @@ DomainState off_feeder(const Sysroot &root, const NodeSeams &seams) {
   return {"feeder", "restored", "feeder cores " + cpus + " off"};
 }
 
-DomainState off_sched(const Sysroot &root, const NodeSeams &seams) {
+DomainState off_sched(const Sysroot &root, const NodeSeams &seams, bool dry_run = false) {
   std::unique_ptr<SchedSystem> live;
   SchedSystem *sys = seams.sched;
   if (sys == nullptr) {
@@ -514,9 +514,21 @@ DomainState off_sched(const Sysroot &root, const NodeSeams &seams) {
     live = make_live_sched_system(root);
     sys = live.get();
   }
-  auto r = sched_reset(*sys, SchedOptions{});
+  SchedOptions opt;
+  opt.dry_run = dry_run;
+  auto r = sched_reset(*sys, opt);
   if (!r) {
     return {"sched", "failed", r.error().message};
+  }
+  if (dry_run) {
+    const auto live =
+        std::count_if(r->actions.begin(), r->actions.end(), [](const SchedAction &a) { return a.result == "dry-run"; });
+    if (r->actions.empty()) {
+      return {"sched", "off", "no thread policy changed by mltune"};
+    }
+    return {"sched", "planned",
+            std::to_string(live) + " thread(s) to restore, " + std::to_string(r->actions.size() - live) +
+                " gone since"};
   }
   size_t restored = 0;
   size_t failed = 0;
@@ -535,7 +547,7 @@ DomainState off_sched(const Sysroot &root, const NodeSeams &seams) {
               " gone since"};
 }
 
-DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {
+DomainState off_nic(const Sysroot &root, const NodeSeams &seams, bool dry_run = false) {
   auto b = detail::load_baseline(root);
   if (!b) {
     return {"nic", "failed", b.error().message};
@@ -551,11 +563,16 @@ DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {
     }
     return {"nic", "unchecked", "NIC settings are restored over netlink on a running node only, not in a file tree"};
   }
-  auto r = restore_nic_baseline(root, *be);
+  auto r = restore_nic_baseline(root, *be, dry_run);
   if (!r) {
     return {"nic", "failed", r.error().message};
   }
-  std::string detail = std::to_string(r->applied.size()) + " setting(s) restored";
+  std::string detail = std::to_string(dry_run ? r->plan.changes.size() : r->applied.size()) +
+                       (dry_run ? " setting(s) to restore" : " setting(s) restored");
+  for (size_t i = 0; dry_run && i < r->plan.changes.size(); ++i) {
+    const auto &c = r->plan.changes[i];
+    detail += (i == 0 ? ": " : ", ") + (c.ifname.empty() ? "" : c.ifname + " ") + c.key + " " + c.from + " -> " + c.to;
+  }
   if (!r->skipped.empty()) {
     detail += ", " + std::to_string(r->skipped.size()) + " gone since (";
     for (size_t i = 0; i < r->skipped.size(); ++i) {
@@ -563,10 +580,10 @@ DomainState off_nic(const Sysroot &root, const NodeSeams &seams) {
     }
     detail += ")";
   }
-  return {"nic", "restored", detail};
+  return {"nic", dry_run ? "planned" : "restored", detail};
 }
 
-DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
+DomainState off_modules(const Sysroot &root, const NodeSeams &seams, bool dry_run = false) {
   auto b = detail::load_baseline(root);
   if (!b) {
     return {"modules", "failed", b.error().message};
@@ -578,6 +595,17 @@ DomainState off_modules(const Sysroot &root, const NodeSeams &seams) {
   ModuleStep step(none.modules, root, seams.modules);
   if (seams.modules == nullptr && !root.is_node()) {
     return {"modules", "unchecked", "modules are unloaded on a running node only, not in a file tree"};
+  }
+  if (dry_run) {
+    auto names = recorded_modules(root);
+    if (!names) {
+      return {"modules", "failed", names.error().message};
+    }
+    std::string list;
+    for (const auto &n : *names) {
+      list += (list.empty() ? "" : ", ") + n;
+    }
+    return {"modules", "planned", "unload " + list + " (those still loaded and not in use)"};
   }
   if (auto st = step.baseline(); !st) {
     return {"modules", "failed", st.error().message};
@@ -653,7 +681,38 @@ bool BaselineReport::ok() const {
   return std::none_of(domains.begin(), domains.end(), [](const DomainState &d) { return d.state == "failed"; });
 }
 
-Result<BaselineReport> switch_to_baseline(const Sysroot &root, Backend backend, const NodeSeams &seams) {
+namespace {
+
+// switch_to_baseline() with dry_run: what each domain would restore.
+Result<BaselineReport> plan_switch_to_baseline(const Sysroot &root, Backend backend, const NodeSeams &seams) {
+  BaselineReport rep;
+  rep.plan.profile = std::string(k_baseline);
+  rep.domains.push_back(off_sched(root, seams, true));
+  rep.domains.push_back(off_nic(root, seams, true));
+  if (backend == Backend::direct) {
+    auto plan = plan_baseline_direct(root);
+    if (!plan) {
+      rep.domains.push_back({"knobs", "failed", plan.error().message});
+    } else {
+      const auto n = std::count_if(plan->steps.begin(), plan->steps.end(),
+                                   [](const PlanStep &p) { return p.action == PlanStep::Action::write; });
+      rep.domains.push_back({"knobs", n == 0 ? "off" : "planned",
+                             n == 0 ? "every knob on its baseline" : std::to_string(n) + " knob(s) to write back"});
+      rep.plan = std::move(*plan);
+    }
+  } else {
+    rep.domains.push_back({"knobs", "planned", "the module writes back the values it captured"});
+  }
+  rep.domains.push_back(off_modules(root, seams, true));
+  return rep;
+}
+
+} // namespace
+
+Result<BaselineReport> switch_to_baseline(const Sysroot &root, Backend backend, const NodeSeams &seams, bool dry_run) {
+  if (dry_run) {
+    return plan_switch_to_baseline(root, backend, seams);
+  }
   auto lock = NodeLock::acquire(root);
   if (!lock) {
     return lock.error();

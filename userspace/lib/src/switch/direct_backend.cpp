@@ -198,6 +198,28 @@ Result<std::vector<std::pair<std::string, std::string>>> direct_baseline(const S
   return std::move(state->knobs.values);
 }
 
+Result<SwitchPlan> plan_baseline_direct(const Sysroot &root) {
+  auto state = load_knobs(root);
+  if (!state) {
+    return state.error();
+  }
+  SwitchPlan plan{std::string(k_baseline), {}};
+  for (const auto &[path, value] : std::views::reverse(state->knobs.values)) {
+    PlanStep s{path, path, value, {}, false, PlanStep::Action::write, {}};
+    if (auto cur = root.read_value(path); !cur) {
+      s.action = PlanStep::Action::skip;
+      s.note = cur.error().message;
+    } else {
+      s.current = *cur;
+      if (values_equal(*cur, value)) {
+        s.action = PlanStep::Action::unchanged;
+      }
+    }
+    plan.steps.push_back(std::move(s));
+  }
+  return plan;
+}
+
 Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
   auto state = load_knobs(root);
   if (!state) {
