@@ -209,7 +209,7 @@ struct BaselineReport {
 // are not the running profile's (node_off() takes them too).  Every domain
 // is tried even when one fails.  Errors only when the lock cannot be taken.
 // `dry_run`: each domain says what it would restore ("planned", or "off"
-// with nothing recorded); nothing is written and no lock is taken.
+// with nothing recorded); nothing is written and the node lock is not taken.
 [[nodiscard]] Result<BaselineReport> switch_to_baseline(const Sysroot &root, Backend backend,
                                                         const NodeSeams &seams = {}, bool dry_run = false);
 

@@ -521,13 +521,13 @@ DomainState off_sched(const Sysroot &root, const NodeSeams &seams, bool dry_run 
     return {"sched", "failed", r.error().message};
   }
   if (dry_run) {
-    const auto live =
+    const auto alive =
         std::count_if(r->actions.begin(), r->actions.end(), [](const SchedAction &a) { return a.result == "dry-run"; });
     if (r->actions.empty()) {
       return {"sched", "off", "no thread policy changed by mltune"};
     }
     return {"sched", "planned",
-            std::to_string(live) + " thread(s) to restore, " + std::to_string(r->actions.size() - live) +
+            std::to_string(alive) + " thread(s) to restore, " + std::to_string(r->actions.size() - alive) +
                 " gone since"};
   }
   size_t restored = 0;
