@@ -499,6 +499,7 @@ TEST(NodeDomains, EveryOperationTakesItsStepsFromTheOneList) {
   const Sysroot root = fake.root();
   auto names = [](const std::vector<Step *> &steps) {
     std::vector<std::string> out;
+    out.reserve(steps.size());
     for (const Step *s : steps) {
       out.emplace_back(s->name());
     }
