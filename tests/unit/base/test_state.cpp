@@ -131,6 +131,22 @@ TEST(NodeBaseline, VersionTwoLoadsAsTheKnobsRecordAndUnknownDomainsAreKept) {
   EXPECT_FALSE(detail::load_baseline(f.root()));
 }
 
+TEST(NodeBaseline, ARecordOfAnotherShapeIsAnErrorNamingTheDomain) {
+  test::FakeSysroot f;
+  f.set(k_baseline_file, R"({"version": 3, "modules": 5, "nic": ["eth0"]})");
+  auto b = detail::load_baseline(f.root());
+  ASSERT_TRUE(b) << b.error().message;
+  auto modules = b->get<std::vector<std::string>>("modules");
+  ASSERT_FALSE(modules);
+  EXPECT_NE(modules.error().message.find("baseline.json: corrupt modules record"), std::string::npos)
+      << modules.error().message;
+  auto none = b->get<std::vector<std::string>>("knobs");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  b->put("modules", std::vector<std::string>{});
+  EXPECT_FALSE(b->has("modules")); // an empty list is no record
+}
+
 TEST(FileLock, LocksBelowTheSysrootAndExcludesOthers) {
   test::FakeSysroot f;
   auto lock = FileLock::acquire(f.root(), "/run/mltune/test.lock");

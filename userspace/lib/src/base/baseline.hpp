@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
 #include <string_view>
 
 namespace mltune {
@@ -41,6 +42,24 @@ public:
   // Replaces the domain's record; a null or empty one removes it.
   void set(std::string_view domain, nlohmann::json record);
   [[nodiscard]] bool has(std::string_view domain) const { return !record(domain).is_null(); }
+
+  // The domain's record as T (nlohmann's ADL from_json), a default T when
+  // there is none; a record of another shape is an error naming the file
+  // and the domain.
+  template <class T> [[nodiscard]] Result<T> get(std::string_view domain) const {
+    const nlohmann::json &r = record(domain);
+    if (r.is_null()) {
+      return T{};
+    }
+    try {
+      return r.get<T>();
+    } catch (const nlohmann::json::exception &e) {
+      return failure(std::string(k_baseline_file) + ": corrupt " + std::string(domain) + " record: " + e.what());
+    }
+  }
+  // Replaces the domain's record with T (ADL to_json); one that converts to
+  // an empty object or list removes it.
+  template <class T> void put(std::string_view domain, const T &value) { set(domain, nlohmann::json(value)); }
   [[nodiscard]] bool empty() const { return records_.empty(); }
 
   // Every record, by domain name (the file's content).

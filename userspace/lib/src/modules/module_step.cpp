@@ -244,19 +244,15 @@ Result<ModuleRecord> load_record(const Sysroot &root) {
   if (!file) {
     return file.error();
   }
-  ModuleRecord r{std::move(*file), {}};
-  const auto &j = r.file.record(k_domain);
-  if (!j.is_null()) {
-    if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const auto &e) { return e.is_string(); })) {
-      return failure(std::string(k_baseline_file) + ": corrupt modules record: not a list of names");
-    }
-    r.modules = j.get<std::vector<std::string>>();
+  auto modules = file->get<std::vector<std::string>>(k_domain);
+  if (!modules) {
+    return modules.error();
   }
-  return r;
+  return ModuleRecord{std::move(*file), std::move(*modules)};
 }
 
 Status save_record(const Sysroot &root, ModuleRecord &r) {
-  r.file.set(k_domain, r.modules);
+  r.file.put(k_domain, r.modules);
   return detail::save_baseline(root, r.file);
 }
 

@@ -19,29 +19,37 @@ using json = nlohmann::json;
 
 constexpr std::string_view k_domain = "nic";
 
-// The record's settings: `from` is the value before mltune (`to` is unused).
-Result<std::vector<NicChange>> nic_record(const detail::NodeBaseline &b) {
-  std::vector<NicChange> out;
-  try {
-    for (const auto &e : b.record(k_domain).is_null() ? json::array() : b.record(k_domain)) {
-      out.push_back({e.at("ifname").get<std::string>(),
-                     e.at("key").get<std::string>(),
-                     e.at("value").get<std::string>(),
-                     {},
-                     {}});
-    }
-  } catch (const json::exception &e) {
-    return failure(std::string(k_baseline_file) + ": corrupt nic record: " + e.what());
+// The record: each setting with `from` the value before mltune (`to` is
+// unused), as [{"ifname", "key", "value"}].
+struct NicRecord {
+  std::vector<NicChange> settings;
+};
+
+// Found by ADL (NodeBaseline::get/put).
+void to_json(json &j, const NicRecord &r) {
+  j = json::array();
+  for (const auto &c : r.settings) {
+    j.push_back({{"ifname", c.ifname}, {"key", c.key}, {"value", c.from}});
   }
-  return out;
 }
 
-void set_nic_record(detail::NodeBaseline &b, const std::vector<NicChange> &settings) {
-  json r = json::array();
-  for (const auto &c : settings) {
-    r.push_back({{"ifname", c.ifname}, {"key", c.key}, {"value", c.from}});
+void from_json(const json &j, NicRecord &r) {
+  for (const auto &e : j) {
+    r.settings.push_back(
+        {e.at("ifname").get<std::string>(), e.at("key").get<std::string>(), e.at("value").get<std::string>(), {}, {}});
   }
-  b.set(k_domain, std::move(r));
+}
+
+Result<std::vector<NicChange>> nic_record(const detail::NodeBaseline &b) {
+  auto r = b.get<NicRecord>(k_domain);
+  if (!r) {
+    return r.error();
+  }
+  return std::move(r->settings);
+}
+
+void set_nic_record(detail::NodeBaseline &b, std::vector<NicChange> settings) {
+  b.put(k_domain, NicRecord{std::move(settings)});
 }
 
 } // namespace
@@ -69,7 +77,7 @@ Status record_nic_baseline(const Sysroot &root, const std::vector<NicChange> &ch
   if (!added) {
     return {};
   }
-  set_nic_record(*b, *known);
+  set_nic_record(*b, std::move(*known));
   return save_baseline(root, *b);
 }
 

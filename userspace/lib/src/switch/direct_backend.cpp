@@ -60,6 +60,24 @@ struct KnobRecord {
   std::vector<std::pair<std::string, std::string>> values; // path, value before mltune
 };
 
+// Found by ADL (NodeBaseline::get/put); "active" and "values" only when set.
+void to_json(json &j, const KnobRecord &r) {
+  j = json::object();
+  if (!r.active.empty()) {
+    j["active"] = r.active;
+  }
+  for (const auto &[path, value] : r.values) {
+    j["values"].push_back({{"path", path}, {"value", value}});
+  }
+}
+
+void from_json(const json &j, KnobRecord &r) {
+  r.active = j.value("active", "");
+  for (const auto &e : j.value("values", json::array())) {
+    r.values.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
+  }
+}
+
 struct Baseline {
   detail::NodeBaseline file;
   KnobRecord knobs;
@@ -72,31 +90,15 @@ Result<Baseline> load_knobs(const Sysroot &root) {
   if (!file) {
     return file.error();
   }
-  Baseline b{std::move(*file), {}};
-  const json &r = b.file.record(k_domain);
-  if (r.is_null()) {
-    return b;
+  auto knobs = file->get<KnobRecord>(k_domain);
+  if (!knobs) {
+    return knobs.error();
   }
-  try {
-    b.knobs.active = r.value("active", "");
-    for (const auto &e : r.value("values", json::array())) {
-      b.knobs.values.emplace_back(e.at("path").get<std::string>(), e.at("value").get<std::string>());
-    }
-  } catch (const json::exception &e) {
-    return failure(std::string(k_baseline_file) + ": corrupt knobs record: " + e.what());
-  }
-  return b;
+  return Baseline{std::move(*file), std::move(*knobs)};
 }
 
 Status save_knobs(const Sysroot &root, Baseline &b) {
-  json r = json::object();
-  if (!b.knobs.active.empty()) {
-    r["active"] = b.knobs.active;
-  }
-  for (const auto &[path, value] : b.knobs.values) {
-    r["values"].push_back({{"path", path}, {"value", value}});
-  }
-  b.file.set(k_domain, std::move(r));
+  b.file.put(k_domain, b.knobs);
   return detail::save_baseline(root, b.file);
 }
 
@@ -225,23 +227,24 @@ Result<SwitchReport> restore_baseline_direct(const Sysroot &root) {
   if (!state) {
     return state.error();
   }
+  auto plan = plan_baseline_direct(root);
+  if (!plan) {
+    return plan.error();
+  }
   std::vector<Write> writes;
-  SwitchReport skipped;
-  for (const auto &[path, value] : std::views::reverse(state->knobs.values)) {
-    auto cur = root.read_value(path);
-    if (!cur) {
-      skipped.skipped.push_back(path + ": " + cur.error().message);
-      continue;
-    }
-    if (!values_equal(*cur, value)) {
-      writes.push_back({path, path, value, *cur, false});
+  std::vector<std::string> skipped;
+  for (const auto &s : plan->steps) {
+    if (s.action == PlanStep::Action::skip) {
+      skipped.push_back(s.path + ": " + s.note);
+    } else if (s.action == PlanStep::Action::write) {
+      writes.push_back({s.path, s.path, s.value, s.current, false});
     }
   }
   auto rep = transact(std::string(k_baseline), writes, root);
   if (!rep) {
     return rep;
   }
-  rep->skipped = std::move(skipped.skipped);
+  rep->skipped = std::move(skipped);
   // The knobs are back; the record of the other domains stays.
   state->knobs.values.clear();
   state->knobs.active.clear();
