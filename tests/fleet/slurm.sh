@@ -391,7 +391,7 @@ submit_waiting() {
 	cat >"$OUT/$_n.sh" <<-EOF
 	#!/bin/sh
 	echo ran >$OUT/$_n.ran
-	$CTL active >$OUT/$_n.active 2>&1
+	$CTL active >$OUT/$_n.active 2>&1; echo \$? >$OUT/$_n.active.rc
 	while [ ! -e $OUT/$_n.release ]; do sleep 1; done
 	EOF
 	sbatch --parsable -J "$_n" -o "$OUT/$_n.out" "$@" "$OUT/$_n.sh" 2>"$OUT/$_n.sbatch.err" | cut -d';' -f1
@@ -414,7 +414,9 @@ admin_comment_has() { scontrol show job "$1" | grep -qF "AdminComment=mltune: $2
 # ran_on NAME PROFILE: within 400 s the job's script ran on PROFILE and its
 # verify exited 0.
 ran_on() { wait_for 400 test -e "$OUT/$1.verify.rc" && verified_run "$1" "$2"; }
-a_runs() { [ "$(job_state "$j_a")" = RUNNING ] && [ -e "$OUT/shareA.ran" ]; }
+# NAME.active is complete once NAME.active.rc exists (NAME.ran is written
+# before 'active' runs).
+a_runs() { [ "$(job_state "$j_a")" = RUNNING ] && [ -e "$OUT/shareA.active.rc" ]; }
 a_untouched() { [ "$(job_state "$j_a")" = RUNNING ] && is_active inference; }
 idle_on_training() { wait_for 300 node_is IDLE && is_active training; }
 not_held() { ! held "$1" >/dev/null; }

@@ -2,12 +2,13 @@
 # mltunectl serve (the resident switcher) with the module loaded:
 #   - the service and its clients find one socket through MLTUNE_SOCKET;
 #     `serve --socket`, which bound a socket no client used, is refused,
+#   - the service keeps the knob files of the switches it runs open,
 #   - a client whose stdout is a full FIFO it holds open itself holds up
 #     neither the service, nor other served or direct commands, nor SIGTERM,
 #   - a client killed while its switch waits for its turn: never run,
 #   - the root of another user namespace gets no switch from the service.
 . "$(dirname "$0")/lib.sh"
-t_plan 15
+t_plan 16
 M=/usr/sbin/mltunectl
 [ -x "$M" ] || { echo "# SKIP: no mltunectl in the guest"; exit 4; }
 [ -d /sys/kernel/mltune ] || { echo "# SKIP: the module is not loaded"; exit 4; }
@@ -73,6 +74,15 @@ fi
 if start_service; then t_ok "serve listens on \$MLTUNE_SOCKET"; else t_fail "serve listens on \$MLTUNE_SOCKET"; fi
 t_check "switch training (served)" "$M" switch training
 t_check "... ran in the service" wait_until logged "switch training: exit 0"
+# What the service keeps between requests (its Caches, current on the
+# thread that runs them): the knob files the switch read and wrote stay open.
+kept_knob_files() {
+	for _fd in /proc/"$SVC"/fd/*; do
+		case $(readlink "$_fd") in /proc/sys/* | /sys/*) return 0 ;; esac
+	done
+	return 1
+}
+t_check "the service keeps the switch's knob files open" kept_knob_files
 
 # ---- a client with a full stdout --------------------------------------------
 # The shell holds a FIFO open read-write on fd 3 with its 64 KiB filled:

@@ -2,7 +2,7 @@
 // client side that hands `switch` and `off` to it.
 #include "cli.hpp"
 
-#include "mltune/nic.hpp"
+#include "mltune/caches.hpp"
 #include "mltune/service.hpp"
 
 #include <chrono>
@@ -66,15 +66,16 @@ void run_serve(Context &ctx) {
   }
   // The node's threads, followed from the proc connector: no /proc scan per switch.
   std::unique_ptr<ThreadIndex> index;
+  // What the requests keep between them (the knob files, parsed profiles,
+  // the netlink sockets, the thread index): gone before the index is.
+  Caches caches;
+  const CachesInUse in_use(caches);
   if (auto ix = ThreadIndex::open(); ix) {
     index = std::move(*ix);
-    install_thread_index(index.get());
+    install_thread_index(caches, index.get());
   } else {
     log("thread names are read from /proc at each switch: " + ix.error().message);
   }
-  enable_profile_cache();
-  keep_netlink_transport();
-  keep_knob_files();
   log("serving " + (listener->activated() ? "the socket systemd passed (" + bound + ")" : *path) + " (version " +
       service_version() + ", pid " + std::to_string(::getpid()) + ")");
 
@@ -92,7 +93,6 @@ void run_serve(Context &ctx) {
   }
   o.stop_requested = stop_requested;
   const auto st = serve_requests(*listener, o);
-  install_thread_index(nullptr);
   if (!st) {
     return ctx.fail(st.error());
   }

@@ -3,11 +3,15 @@
 #include "base/cgroup.hpp"
 #include "base/proc.hpp"
 #include "fake_sysroot.hpp"
+#include "mltune/caches.hpp"
 #include "mltune/node_info.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
+#include <optional>
+#include <thread>
 #include <unistd.h>
 
 using namespace mltune;
@@ -142,18 +146,22 @@ TEST(KernelVersion, DebianReleases) {
   EXPECT_FALSE(kernel_version(fake.root()).ok());
 }
 
-// keep_knob_files(): the live node's knob files stay open and a read is a
-// pread; the value is the one a fresh open reads. A file tree is never kept
-// (its regular files would not be truncated by a pwrite). Kept only where
-// this process may open the file for writing (root); the reads agree
-// either way.
+// While Caches are current: the live node's knob files stay open and a
+// read is a pread; the value is the one a fresh open reads. A file tree is
+// never kept (its regular files would not be truncated by a pwrite). Kept
+// only where this process may open the file for writing (root); the reads
+// agree either way. Without caches nothing is kept, and the caches close
+// what they kept when they go.
 TEST(KnobFiles, KeptOnTheLiveNodeOnly) {
   const Sysroot live("/");
   const auto plain = live.read_value("/proc/sys/vm/swappiness");
   ASSERT_TRUE(plain) << plain.error().message;
   FakeSysroot fake;
   fake.set("/proc/sys/vm/swappiness", "60\n");
-  keep_knob_files();
+  ASSERT_TRUE(live.read_value("/proc/sys/vm/swappiness"));
+  EXPECT_EQ(kept_knob_files(), 0U); // no caches current
+  auto caches = std::make_unique<Caches>();
+  std::optional<CachesInUse> in_use(std::in_place, *caches);
   const auto kept = live.read_value("/proc/sys/vm/swappiness");
   const auto again = live.read_value("/proc/sys/vm/swappiness");
   const size_t open_now = kept_knob_files();
@@ -162,7 +170,9 @@ TEST(KnobFiles, KeptOnTheLiveNodeOnly) {
   // The same value written back: the node does not change.
   const Status written = ::geteuid() == 0 ? live.write_value("/proc/sys/vm/swappiness", *plain) : Status{};
   const auto after_write = live.read_value("/proc/sys/vm/swappiness");
-  keep_knob_files(false);
+  in_use.reset();
+  const size_t not_current = kept_knob_files();
+  caches.reset();
   ASSERT_TRUE(kept && again && after_write);
   EXPECT_EQ(*kept, *plain);
   EXPECT_EQ(*again, *plain);
@@ -174,7 +184,61 @@ TEST(KnobFiles, KeptOnTheLiveNodeOnly) {
   ASSERT_TRUE(fake_read);
   EXPECT_EQ(*fake_read, "60");
   EXPECT_EQ(after_fake, open_now);
-  EXPECT_EQ(kept_knob_files(), 0U);
+  EXPECT_EQ(not_current, 0U);
+}
+
+namespace {
+struct Counted {
+  int value = 0;
+  std::vector<std::string> *gone = nullptr;
+  std::string name;
+  Counted() = default;
+  Counted(const Counted &) = delete;
+  Counted &operator=(const Counted &) = delete;
+  Counted(Counted &&) = delete;
+  Counted &operator=(Counted &&) = delete;
+  ~Counted() {
+    if (gone != nullptr) {
+      gone->push_back(name);
+    }
+  }
+};
+struct Other : Counted {};
+} // namespace
+
+// Caches: one slot per type, made on first use; current on this thread only
+// while a CachesInUse lives (nested: the outer one comes back); the slots
+// go newest first when the caches go.
+TEST(Caches, SlotsByTypeCurrentWhileInUse) {
+  std::vector<std::string> gone;
+  EXPECT_EQ(Caches::current(), nullptr);
+  {
+    Caches outer;
+    EXPECT_EQ(outer.find<Counted>(), nullptr);
+    outer.slot<Counted>().value = 7;
+    outer.slot<Counted>().gone = &gone;
+    outer.slot<Counted>().name = "first";
+    outer.slot<Other>().gone = &gone;
+    outer.slot<Other>().name = "second";
+    EXPECT_EQ(outer.slots(), 2U);
+    ASSERT_NE(outer.find<Counted>(), nullptr);
+    EXPECT_EQ(outer.find<Counted>()->value, 7);
+    {
+      const CachesInUse use_outer(outer);
+      EXPECT_EQ(Caches::current(), &outer);
+      {
+        Caches inner;
+        const CachesInUse use_inner(inner);
+        EXPECT_EQ(Caches::current(), &inner);
+        EXPECT_EQ(Caches::current()->find<Counted>(), nullptr);
+        std::thread([] { EXPECT_EQ(Caches::current(), nullptr); }).join();
+      }
+      EXPECT_EQ(Caches::current(), &outer);
+    }
+    EXPECT_EQ(Caches::current(), nullptr);
+    EXPECT_TRUE(gone.empty());
+  }
+  EXPECT_EQ(gone, (std::vector<std::string>{"second", "first"}));
 }
 
 // A refused bpf() is explained by what the node shows: the capabilities the

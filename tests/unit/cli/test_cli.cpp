@@ -232,7 +232,7 @@ TEST_F(Cli, VerifySwitchVerifyBaseline) {
   for (const auto &d : plan["domains"]) {
     domains += d["domain"].get<std::string>() + "=" + d["state"].get<std::string>() + " ";
   }
-  EXPECT_EQ(domains, "sched=unchecked nic=off knobs=planned modules=off ");
+  EXPECT_EQ(domains, "hugepages=off sched=unchecked nic=off knobs=planned modules=off ");
   EXPECT_EQ(fake.snapshot(), switched);
   r = run({"--dry-run", "switch", "baseline"});
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -262,7 +262,7 @@ TEST_F(Cli, ActiveVerifyOff) {
   for (const auto &d : verified["domains"]) {
     domains += d["domain"].get<std::string>() + "=" + d["state"].get<std::string>() + " ";
   }
-  EXPECT_EQ(domains, "modules=match knobs=match nic=unchecked sched=unchecked ");
+  EXPECT_EQ(domains, "modules=match knobs=match nic=unchecked sched=unchecked hugepages=not-applicable ");
   r = run({"--json", "off"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_TRUE(r.j()["ok"].get<bool>());
@@ -633,7 +633,8 @@ TEST_F(Cli, ConfigCheckAndApplyExitCodes) {
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "1");
   r = run({"config", "revert"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("knobs: baseline (direct backend"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("knobs: direct: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("knob(s) written back"), std::string::npos) << r.out;
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "60");
 }
 

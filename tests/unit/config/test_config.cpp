@@ -6,6 +6,7 @@
 
 #include "mltune/config.hpp"
 #include "mltune/feeder.hpp"
+#include "mltune/node.hpp"
 
 #include <filesystem>
 #include <gtest/gtest.h>
@@ -58,8 +59,9 @@ TEST(Config, EverythingIsOptional) {
 }
 
 TEST(Config, ErrorsNameFileAndLine) {
-  EXPECT_EQ(error_of("profile = \"training\"\nprofiel = \"x\"\n"),
-            "mltune.toml:2: unknown key 'profiel' (expected profile, watcher, [pool], [feeder], [modules])");
+  EXPECT_EQ(
+      error_of("profile = \"training\"\nprofiel = \"x\"\n"),
+      "mltune.toml:2: unknown key 'profiel' (expected profile, watcher, [pool], [feeder], [hugepages], [modules])");
   EXPECT_EQ(error_of("profile = \"\"\n").substr(0, 16), "mltune.toml:1: p");
   EXPECT_NE(error_of("watcher = \"yes\"\n").find("mltune.toml:1: watcher must be true or false"), std::string::npos);
   EXPECT_NE(error_of("\n[pool]\nreserve = { 0 = \"3M\" }\n").find("mltune.toml:3: pool.reserve.0: bad pool size '3M'"),
@@ -265,6 +267,47 @@ TEST_F(ConfigApply, AFailedReservationRollsBackEverything) {
   EXPECT_EQ(get(std::string(k_hp) + "/node0/reserved"), "0");
   EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "1");
   EXPECT_FALSE(feeder_active());
+  EXPECT_FALSE(state_exists());
+  // The pool's record of the node baseline went with the rollback.
+  const auto baseline = fake.root().path("/run/mltune/baseline.json");
+  EXPECT_FALSE(std::filesystem::exists(baseline) &&
+               fake.get("/run/mltune/baseline.json").find("\"pool\"") != std::string::npos)
+      << fake.get("/run/mltune/baseline.json");
+}
+
+// `off` puts the pool back from its record of the node baseline (the
+// values the first apply of the boot found), then drops the record.
+TEST_F(ConfigApply, OffPutsThePoolBackFromItsBaselineRecord) {
+  ASSERT_TRUE(apply_config(fake.root(), cfg, {}));
+  ASSERT_NE(fake.get("/run/mltune/baseline.json").find("\"pool\""), std::string::npos);
+  auto off = node_off(fake.root());
+  ASSERT_TRUE(off) << off.error().message;
+  const auto pool =
+      std::find_if(off->domains.begin(), off->domains.end(), [](const DomainState &d) { return d.domain == "pool"; });
+  ASSERT_NE(pool, off->domains.end());
+  EXPECT_EQ(pool->state, "restored") << pool->detail;
+  EXPECT_EQ(get(std::string(k_hp) + "/node0/reserved"), "0");
+  EXPECT_EQ(get(std::string(k_hp) + "/node1/reserved"), "0");
+  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "auto");
+  EXPECT_FALSE(state_exists());
+  auto again = node_off(fake.root());
+  ASSERT_TRUE(again);
+  for (const auto &d : again->domains) {
+    EXPECT_NE(d.state, "failed") << d.domain << ": " << d.detail;
+    EXPECT_NE(d.state, "restored") << d.domain << ": " << d.detail;
+  }
+}
+
+// A state file of an earlier version kept the pool as the first apply
+// found it: revert still puts that back.
+TEST_F(ConfigApply, RevertReadsThePoolOfAnEarlierVersionsStateFile) {
+  fake.set(std::string(k_hp) + "/node0/reserved", "40\n");
+  fake.set(std::string(k_config_state),
+           R"({"version": 1, "profile": "", "knobs": false, "feeder": false, "pool": [[0, 12]], "user_quota": 3})");
+  auto back = revert_config(fake.root());
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(get(std::string(k_hp) + "/node0/reserved"), "12");
+  EXPECT_EQ(get(std::string(k_hp) + "/user_quota"), "3");
   EXPECT_FALSE(state_exists());
 }
 

@@ -123,7 +123,8 @@ TEST_F(Node, SwitchAppliesEveryDomainAndOffRestoresThem) {
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_TRUE(c->matches());
   for (const auto &d : c->domains) {
-    EXPECT_EQ(d.state, "match") << d.domain << ": " << d.note;
+    // training has no [hugepages]
+    EXPECT_EQ(d.state, d.domain == "hugepages" ? "not-applicable" : "match") << d.domain << ": " << d.note;
   }
   EXPECT_NE(snapshot(), before);
 
@@ -306,6 +307,11 @@ TEST_F(Node, FollowTheModule) {
   ASSERT_TRUE(f) << f.error().message;
   EXPECT_EQ(f->last.result, "ok");
   EXPECT_EQ(f->last.in_line, "training");
+  // Each domain of the follow says what it did, in the list's order.
+  EXPECT_EQ(f->last.detail.rfind("modules: 1 loaded; knobs: switched to 'training' (kernel backend", 0), 0U)
+      << f->last.detail;
+  EXPECT_NE(f->last.detail.find("; nic: "), std::string::npos) << f->last.detail;
+  EXPECT_NE(f->last.detail.find("; sched: "), std::string::npos) << f->last.detail;
   EXPECT_TRUE(mods.in_kernel.contains("tcp_bbr"));
   EXPECT_EQ(nic.devs["eth0"].current["coalesce.rx-usecs"], "50");
   EXPECT_NE(sched.attr(101), SchedAttr{});
@@ -373,8 +379,11 @@ TEST_F(Node, SwitchBaselineRestoresEveryRunningDomain) {
   for (const auto &d : rep->domains) {
     state[d.domain] = d.state;
   }
-  EXPECT_EQ(state, (std::map<std::string, std::string>{
-                       {"sched", "restored"}, {"nic", "restored"}, {"knobs", "restored"}, {"modules", "restored"}}));
+  EXPECT_EQ(state, (std::map<std::string, std::string>{{"hugepages", "off"},
+                                                       {"sched", "restored"},
+                                                       {"nic", "restored"},
+                                                       {"knobs", "restored"},
+                                                       {"modules", "restored"}}));
   EXPECT_EQ(rep->knobs.profile, "baseline");
   EXPECT_FALSE(rep->knobs.written.empty());
   Snapshot now = snapshot();
@@ -404,8 +413,10 @@ TEST_F(Node, SwitchBaselineRestoresEveryRunningDomain) {
   rep = switch_to_baseline(root, Backend::direct, seams);
   ASSERT_TRUE(rep);
   EXPECT_FALSE(rep->ok());
-  EXPECT_EQ(rep->domains.front().domain, "sched");
-  EXPECT_EQ(rep->domains.front().state, "failed");
+  const auto sched_state =
+      std::find_if(rep->domains.begin(), rep->domains.end(), [](const DomainState &d) { return d.domain == "sched"; });
+  ASSERT_NE(sched_state, rep->domains.end());
+  EXPECT_EQ(sched_state->state, "failed");
   EXPECT_EQ(nic.devs["eth0"].current["rings.rx"], "256");
   EXPECT_EQ(fake.get("/proc/sys/vm/swappiness"), "60");
   EXPECT_FALSE(mods.in_kernel.contains("tcp_bbr"));
@@ -527,4 +538,26 @@ TEST(NodeDomains, EveryOperationTakesItsStepsFromTheOneList) {
   detail::NodeDomains bare(root, nullptr, Backend::direct, {});
   EXPECT_TRUE(bare.steps(detail::NodeOp::config).empty());
   EXPECT_EQ(bare.pool(), nullptr);
+
+  // What reads or restores the node takes its domains whatever is set:
+  // verify, active (with the domains that have a state of their own),
+  // off and switch baseline, the last two newest first.
+  EXPECT_EQ(names(bare.steps(detail::NodeOp::check)), (V{"modules", "knobs", "nic", "sched", "hugepages"}));
+  EXPECT_EQ(names(bare.steps(detail::NodeOp::status)), (V{"feeder", "pool", "boot"}));
+  EXPECT_EQ(names(bare.steps(detail::NodeOp::off)),
+            (V{"boot", "pool", "hugepages", "sched", "nic", "feeder", "knobs", "modules"}));
+  EXPECT_EQ(names(bare.steps(detail::NodeOp::to_baseline)), (V{"hugepages", "sched", "nic", "knobs", "modules"}));
+
+  // A profile with [hugepages]: its step takes part where the profile's
+  // domains do, after the threads and before the pool.
+  Profile hp;
+  hp.hugepages.push_back({2048, 0, 16, "t.toml:1"});
+  detail::NodeDomains with_hp(root, &hp, Backend::direct, {}, &cfg);
+  EXPECT_EQ(names(with_hp.steps(detail::NodeOp::profile_switch)),
+            (V{"modules", "knobs", "nic", "sched", "hugepages", "boot"}));
+  EXPECT_EQ(names(with_hp.steps(detail::NodeOp::config)),
+            (V{"modules", "knobs", "feeder", "nic", "hugepages", "pool"}));
+  EXPECT_EQ(names(with_hp.steps(detail::NodeOp::follow_reset)), (V{"hugepages", "sched", "nic", "modules"}));
+  EXPECT_TRUE(detail::NodeDomains::takes("pool", detail::NodeOp::config));
+  EXPECT_FALSE(detail::NodeDomains::takes("sched", detail::NodeOp::config));
 }

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+
 using namespace mltune;
 using namespace mltune::detail;
 
@@ -80,7 +83,7 @@ TEST(ProfilePhases, Modules) {
 TEST(ProfilePhases, TopLevelRejectsUnknownAndMistyped) {
   EXPECT_EQ(error_of(check_top_level(doc_of("bogus = 1\n"), "t.toml")),
             "t.toml:1: unknown key 'bogus' (expected description, include, modules, [sysctl], [sysfs], [cpu], "
-            "[block.\"GLOB\"], [nic.\"GLOB\"], [[sched.rule]], [boot])");
+            "[block.\"GLOB\"], [nic.\"GLOB\"], [[sched.rule]], [boot], [hugepages])");
   EXPECT_EQ(error_of(check_top_level(doc_of("description = 3\n"), "t.toml")), "t.toml:1: description must be a string");
   EXPECT_EQ(error_of(check_top_level(doc_of("include = [\"a\", 2]\n"), "t.toml")),
             "t.toml:1: include entries must be strings");
@@ -89,6 +92,46 @@ TEST(ProfilePhases, TopLevelRejectsUnknownAndMistyped) {
   EXPECT_EQ(error_of(check_top_level(doc_of("sysctl = 2\n"), "t.toml")), "t.toml:1: [sysctl] must be a table");
   EXPECT_EQ(error_of(check_top_level(doc_of("nic = 2\n"), "t.toml")),
             "t.toml:1: [nic] must be a table of [nic.\"GLOB\"] tables");
+}
+
+// The registry of top-level tables is what the schema check and the merge
+// walk: every registered key is accepted, a value of the wrong type is
+// refused with the section's own message, and every section with a parser
+// reaches the Profile (one profile sets them all).
+TEST(ProfilePhases, TheRegistryOfSectionsDrivesSchemaAndMerge) {
+  std::set<std::string_view> keys;
+  for (const auto &sec : profile_sections()) {
+    EXPECT_TRUE(keys.insert(sec.key).second) << "registered twice: " << sec.key;
+    if (sec.type == toml::node_type::none) {
+      continue;
+    }
+    const std::string wrong = sec.type == toml::node_type::array ? " = { a = 1 }\n" : " = 3\n";
+    EXPECT_EQ(error_of(check_top_level(doc_of(std::string(sec.key) + wrong), "t.toml")),
+              "t.toml:1: " + std::string(sec.wrong_type));
+  }
+  const std::set<std::string_view> want{"modules", "sysctl", "sysfs", "cpu",      "block",
+                                        "nic",     "sched",  "boot",  "hugepages"};
+  EXPECT_EQ(keys, want);
+  const auto doc = doc_of("modules = [\"tcp_bbr\"]\n"
+                          "[cpu]\ngovernor = \"performance\"\n"
+                          "[block.\"nvme*\"]\nscheduler = \"none\"\n"
+                          "[nic.\"eth*\"]\nrings = { rx = 512 }\n"
+                          "[[sched.rule]]\nname = \"p\"\nthread = \"nccl*\"\npolicy = \"other\"\nnice = -5\n"
+                          "reason = \"r\"\n"
+                          "[boot]\nisolate = \"none\"\n"
+                          "[hugepages]\n\"2M\" = { 0 = 8 }\n");
+  ASSERT_TRUE(check_top_level(doc, "t.toml").ok());
+  Profile p;
+  ASSERT_EQ(error_of(merge_sections(doc, "t.toml", p)), "(ok)");
+  EXPECT_EQ(p.modules.size(), 1U);
+  EXPECT_EQ(p.cpu.size(), 1U);
+  EXPECT_EQ(p.block.size(), 1U);
+  EXPECT_EQ(p.nic.size(), 1U);
+  EXPECT_EQ(p.sched_rules.size(), 1U);
+  ASSERT_TRUE(p.boot.has_value());
+  EXPECT_EQ(p.boot->isolate, "none");
+  ASSERT_EQ(p.hugepages.size(), 1U);
+  EXPECT_EQ(p.hugepages[0].pages, 8U);
 }
 
 TEST(ProfilePhases, IncludeCycleAndDepth) {

@@ -878,10 +878,17 @@ TEST(ThreadIndex, TaskNamesReadTheInstalledIndex) {
   auto owned = std::make_unique<Events>();
   Events &src = *owned;
   ThreadIndex ix(std::move(owned), fake.root());
-  install_thread_index(&ix);
   src.add({ev(ProcEvent::Kind::comm, 7, 7, "renamed")});
+  {
+    // Installed in caches that are not current: the scan, not the index.
+    Caches idle;
+    install_thread_index(idle, &ix);
+    EXPECT_EQ(proc::task_names(fake.root())[2].comm, "a");
+  }
+  Caches caches;
+  const CachesInUse in_use(caches);
+  install_thread_index(caches, &ix);
   auto t = proc::task_names(fake.root());
-  install_thread_index(nullptr);
   ASSERT_EQ(t.size(), 3U);
   // By pid, then tid, as the scan gives them; the rename from the event.
   EXPECT_EQ(t[0].tid, 3);
@@ -890,11 +897,12 @@ TEST(ThreadIndex, TaskNamesReadTheInstalledIndex) {
   // Another root is scanned, not read from the index.
   FakeSysroot other;
   other.set("/proc/5/task/5/comm", "x\n");
-  install_thread_index(&ix);
   auto o = proc::task_names(other.root());
-  install_thread_index(nullptr);
   ASSERT_EQ(o.size(), 1U);
   EXPECT_EQ(o[0].comm, "x");
+  // Installed as none: the scan again (the rename is not in /proc).
+  install_thread_index(caches, nullptr);
+  EXPECT_EQ(proc::task_names(fake.root())[2].comm, "a");
 }
 
 TEST(RealPath, ResolvesLinksLikeCanonical) {

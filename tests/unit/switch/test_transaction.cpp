@@ -32,6 +32,11 @@ public:
   Status verify() override { return run("verify"); }
   Status rollback() override { return run("rollback"); }
   Status baseline() override { return run("baseline"); }
+  [[nodiscard]] std::string summary() const override { return name_ + ": done"; }
+  DomainState off(bool /*dry_run*/) override {
+    const bool ok = static_cast<bool>(run("off"));
+    return {name_, ok ? "restored" : "failed", {}};
+  }
 
   std::string fail_at;
   Error error = failure("boom", EIO);

@@ -74,6 +74,12 @@ public:
   Status verify() override;
   Status rollback() override;
   Status baseline() override;
+  // The drop-in's parameters, and whether the running kernel has them.
+  [[nodiscard]] std::optional<DomainState> state() override;
+  // baseline(), reported: the drop-in removed, its parameters pending a
+  // reboot.
+  [[nodiscard]] DomainState off(bool dry_run) override;
+  [[nodiscard]] std::string summary() const override;
 
   // The command-line fragment plan() computed ("" without [boot]).
   [[nodiscard]] const std::string &fragment() const { return fragment_; }

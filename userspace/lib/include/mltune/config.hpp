@@ -11,6 +11,8 @@
 //   cpus = "2-3,6-7"                # a cpulist or a plan role ("feeder", "feeder:N")
 //   mechanism = "auto"              # auto, sched_ext or cpuset
 //   partition = "root"              # cpuset partition type: root or isolated
+//   [hugepages]                     # persistent hugetlbfs pages per size and NUMA node,
+//   "2M" = { 0 = 1024, 1 = 1024 }   # over the profile's own [hugepages] (this file wins)
 //   [modules]
 //   allow = ["tcp_bbr"]             # the kernel modules profiles may load (absent: those
 //                                   # of the built-in profiles; ModuleAllowlist, modules.hpp)
@@ -20,6 +22,7 @@
 // nesting, escapes; errors as file:line, Errc::input).
 #pragma once
 
+#include "mltune/profile.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
 
@@ -50,8 +53,11 @@ struct NodeConfig {
   std::string feeder_partition = "root";                // root, isolated
   std::optional<std::vector<std::string>> module_allow; // [modules] allow; absent: the built-in default
   std::string module_allow_origin;                      // "mltune.toml:12", where allow was read
+  std::vector<HugePageSetting> hugepages;               // [hugepages]: over the profile's, per size and node
 
-  [[nodiscard]] bool empty() const { return !profile && pool.empty() && !user_quota && !feeder_cpus && !watcher; }
+  [[nodiscard]] bool empty() const {
+    return !profile && pool.empty() && !user_quota && !feeder_cpus && !watcher && hugepages.empty();
+  }
 };
 
 // Parses configuration text; `display` names it in errors (file:line).

@@ -18,9 +18,11 @@
 //   nomerges = 0, add_random = 0, iostats = 1, max_sectors_kb = 1024
 //
 // A setting this node has no file for (no cpufreq in a VM, no NVMe) becomes
-// no knob and a note that says so, never an error.
+// no knob and a note that says so, never an error.  The tables' types
+// (DeviceSetting, BlockRule) are the profile's (profile.hpp).
 #pragma once
 
+#include "mltune/profile.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sysroot.hpp"
 
@@ -29,28 +31,6 @@
 #include <vector>
 
 namespace mltune {
-
-struct Profile;
-struct Knob;
-
-// One setting of [cpu] or of a [block."GLOB"] table.
-struct DeviceSetting {
-  std::string key;    // "governor", "scheduler"
-  std::string value;  // as written to sysfs ("performance", "1", "0")
-  std::string origin; // "training.toml:70"
-};
-
-struct BlockRule {
-  std::string glob; // fnmatch on the disk's name: "nvme*", "sd[a-d]"
-  std::vector<DeviceSetting> settings;
-  std::string origin;
-};
-
-// The value a [cpu] key takes (booleans 1/0, energy_perf_bias names as
-// numbers), or the error text ("" when fine).
-std::string cpu_setting_check(std::string_view key, std::string &value);
-// The same for a [block."GLOB"] key.
-std::string block_setting_check(std::string_view key, std::string &value);
 
 struct DeviceKnobs {
   std::vector<Knob> knobs;        // sysfs knobs, skipped where their file goes away

@@ -264,8 +264,12 @@ public:
   Status verify() override;
   Status rollback() override;
   Status baseline() override;
+  // The feeder cores in force (feeder status).
+  [[nodiscard]] std::optional<DomainState> state() override;
+  // feeder_off(), reported.
+  [[nodiscard]] DomainState off(bool dry_run) override;
 
-  [[nodiscard]] std::string summary() const;
+  [[nodiscard]] std::string summary() const override;
   // After plan(): the feeder CPUs this step puts in force (none: off).
   [[nodiscard]] const CpuSet &planned_cpus() const { return cpus_; }
 

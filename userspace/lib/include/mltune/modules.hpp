@@ -79,6 +79,12 @@ public:
   Status verify() override;
   Status rollback() override;
   Status baseline() override;
+  // Every profile module loaded (an optional one missing is reported, not
+  // counted).
+  [[nodiscard]] Result<DomainCheck> check(std::vector<NodeDifference> &out) override;
+  // baseline(), reported: the modules unloaded, those still in use.
+  [[nodiscard]] DomainState off(bool dry_run) override;
+  [[nodiscard]] std::string summary() const override;
 
   [[nodiscard]] const std::vector<std::string> &loaded() const { return loaded_; }
   [[nodiscard]] const std::vector<std::string> &skipped() const { return skipped_; } // "name: why"

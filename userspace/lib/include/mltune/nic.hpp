@@ -164,11 +164,11 @@ public:
 };
 
 // libnl sockets: generic netlink (family "ethtool" resolved) and rtnetlink.
+// While Caches are current on the thread (mltunectl serve:
+// mltune/caches.hpp), the sockets and the resolved family are opened once
+// and kept there; a request that fails closes them, and the next transport
+// opens new ones.
 Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport();
-// For a process that lives across many switches (mltunectl serve): the
-// sockets and the resolved family are opened once and kept; a request that
-// fails closes them, and the next transport opens new ones.  Off by default.
-void keep_netlink_transport();
 
 // The live backend: ethtool genetlink + rtnetlink (libnl) and sysfs/procfs
 // through `root`.  `feeders` are never used for NIC IRQs or RPS.
@@ -272,6 +272,12 @@ public:
   Status verify() override;
   Status rollback() override;
   Status baseline() override;
+  // The rules' settings as the devices read now (over netlink: "unchecked"
+  // on a tree that does not share the node's network namespace).
+  [[nodiscard]] Result<DomainCheck> check(std::vector<NodeDifference> &out) override;
+  // Every NIC setting of the node baseline put back (a dry run: listed).
+  [[nodiscard]] DomainState off(bool dry_run) override;
+  [[nodiscard]] std::string summary() const override;
 
   // The feeder CPUs the NIC plan keeps IRQs and RPS off: by default those
   // in force (nic_feeder_cpus()); a transaction that also turns feeder

@@ -97,26 +97,6 @@ private:
   std::unique_ptr<detail::NodeDomains> domains_;
 };
 
-// One difference between the node and a profile, the same shape in every
-// domain.  `state`: "differs", "missing" (the node lacks the setting),
-// "unreadable".
-struct NodeDifference {
-  std::string domain;   // "modules", "knobs", "nic", "sched"
-  std::string key;      // "vm.swappiness", "eth0 coalesce.rx-usecs", "1234 \"NCCL Progress 0\""
-  std::string expected; // as the profile states it ("madvise", ">= 2097152", "deadline runtime=...")
-  std::string current;  // as read ("" when missing)
-  std::string state;
-  bool counts = true; // false: an optional setting, reported and ignored
-};
-
-// What was checked in one domain.
-struct DomainCheck {
-  std::string domain;
-  std::string state;       // "match", "differs", "not-applicable" (nothing in the profile), "unchecked"
-  std::size_t checked = 0; // settings (knobs, NIC settings, threads) compared
-  std::string note;        // why unchecked, what was left out
-};
-
 struct NodeCheck {
   std::vector<DomainCheck> domains;
   std::vector<NodeDifference> differences;
@@ -127,12 +107,8 @@ struct NodeCheck {
 // that cannot be read here (NIC and threads on a --sysroot tree) are
 // "unchecked" with the reason, never a silent match.
 [[nodiscard]] Result<NodeCheck> check_node(const Profile &profile, const Sysroot &root, const NodeSeams &seams = {});
-
-struct DomainState {
-  std::string domain; // "knobs", "nic", "sched", "feeder", "pool", "boot", "persist"
-  std::string state;  // "applied", "drifted", "off", "pending-reboot", "unchecked"
-  std::string detail; // one line for people
-};
+// The domains check_node() compares, in its order (node/domains.cpp).
+[[nodiscard]] std::vector<std::string_view> checked_domains();
 
 struct NodeStatus {
   std::string profile; // active profile, "" when none

@@ -12,6 +12,9 @@
 
 namespace mltune {
 
+// The mltune module's sysfs directory: present while the module is loaded.
+inline constexpr std::string_view k_kmod_dir = "/sys/kernel/mltune";
+
 // Kernel release of the node (<sysroot>/proc/sys/kernel/osrelease).
 struct KernelVersion {
   int major = 0, minor = 0, patch = 0;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "mltune/config.hpp"
+#include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <string>
@@ -33,5 +34,12 @@ struct PersistResult {
 [[nodiscard]] Result<std::vector<std::string>> remove_persist(const Sysroot &root);
 // The files earlier versions of persist wrote (the last is the enable link).
 const std::vector<std::string_view> &legacy_persist_files();
+
+// The persisted configuration as `active` reports it: "applied" (the
+// profile it applies at boot), "off", "unchecked" (it does not load).
+[[nodiscard]] DomainState persist_state(const Sysroot &root);
+// `off`'s part: what persist wrote removed ("restored"); a configuration
+// written by hand or by configuration management is left ("kept").
+[[nodiscard]] DomainState persist_off(const Sysroot &root);
 
 } // namespace mltune

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -125,6 +126,16 @@ private:
 // rollback() restores what plan() found.  The pool records no baseline, so
 // baseline() changes nothing; revert_config() restores what the first
 // apply of a boot found.
+// The pool's record of the node baseline (base/baseline.hpp): each node's
+// reservation and the per-user quota as the first apply of the boot found
+// them.
+struct PoolRecord {
+  std::vector<std::pair<int, std::uint64_t>> nodes;
+  std::optional<std::uint64_t> user_quota;
+};
+// Adds to the record what it lacks (a value already recorded stays).
+[[nodiscard]] Status record_pool_baseline(const Sysroot &root, const PoolRecord &r);
+
 class PoolStep final : public Step {
 public:
   PoolStep(const Sysroot &root, std::vector<std::pair<int, std::uint64_t>> reserve,
@@ -135,12 +146,16 @@ public:
   Status verify() override;
   Status rollback() override;
   Status baseline() override { return {}; }
+  // The reservations and the mappings now (active, metrics).
+  [[nodiscard]] std::optional<DomainState> state() override;
+  // The pool's baseline record put back, then dropped.
+  [[nodiscard]] DomainState off(bool dry_run) override;
 
   // What plan() found: (node, pages) for the nodes the step sets, and the quota.
   [[nodiscard]] const std::vector<std::pair<int, std::uint64_t>> &before() const { return before_; }
   [[nodiscard]] std::optional<std::uint64_t> quota_before() const { return quota_before_; }
   // One line: what apply() set.
-  [[nodiscard]] std::string summary() const;
+  [[nodiscard]] std::string summary() const override;
 
 private:
   Status set(const std::vector<std::pair<int, std::uint64_t>> &pages, std::optional<std::uint64_t> quota);
@@ -150,6 +165,7 @@ private:
   std::optional<std::uint64_t> quota_;
   std::vector<std::pair<int, std::uint64_t>> before_;
   std::optional<std::uint64_t> quota_before_;
+  PoolRecord added_; // what apply() added to the pool's baseline record
 };
 
 } // namespace mltune

@@ -2,7 +2,6 @@
 // Schema: Documentation/profiles.rst.
 #pragma once
 
-#include "mltune/device_knobs.hpp"
 #include "mltune/nic.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sched.hpp"
@@ -57,11 +56,39 @@ struct KernelModule {
   std::string origin;    // "base.toml:27"
 };
 
+// One setting of [cpu] or of a [block."GLOB"] table (expanded into sysfs
+// knobs on a node: device_knobs.hpp).
+struct DeviceSetting {
+  std::string key;    // "governor", "scheduler"
+  std::string value;  // as written to sysfs ("performance", "1", "0")
+  std::string origin; // "training.toml:70"
+};
+
+struct BlockRule {
+  std::string glob; // fnmatch on the disk's name: "nvme*", "sd[a-d]"
+  std::vector<DeviceSetting> settings;
+  std::string origin;
+};
+
 // [boot]: the kernel command line the profile wants, written as the GRUB
 // drop-in by a switch (BootStep, pending until the next boot).
 struct BootSettings {
   std::string isolate = "feeder"; // CPUs for isolcpus/nohz_full/rcu_nocbs: a cpulist, a plan role, or "none"
   std::string origin;             // "site.toml:3"
+};
+
+// [hugepages]: persistent hugetlbfs pages of one size on one NUMA node
+// ("2M" = { 0 = 1024, 1 = 1024 }), set by a switch (HugePageStep,
+// hugetlb.hpp) through /sys/devices/system/node/nodeN/hugepages.
+struct HugePageSetting {
+  std::uint64_t page_kib = 0; // 2048 for "2M", 1048576 for "1G"
+  int node = 0;
+  std::uint64_t pages = 0;
+  std::string origin; // "site.toml:3"
+  // "2M", "1G", "64K": the size as a [hugepages] key writes it.
+  [[nodiscard]] std::string size() const;
+  // "node0 2M": how verify and diff name it.
+  [[nodiscard]] std::string key() const;
 };
 
 struct Profile {
@@ -71,14 +98,15 @@ struct Profile {
   // name elsewhere); "" when found by name.
   std::string file;
   std::string description;
-  std::vector<Knob> knobs;            // in apply order: included files first
-  std::vector<std::string> sources;   // files merged, outermost last
-  std::vector<SchedRule> sched_rules; // [[sched.rule]], included files first
-  std::vector<NicRule> nic;           // [nic."GLOB"] tables, included files first
-  std::vector<KernelModule> modules;  // modules = [...], included files first, each name once
-  std::vector<DeviceSetting> cpu;     // [cpu]: each key once, a later file's value wins
-  std::vector<BlockRule> block;       // [block."GLOB"] tables, included files first
-  std::optional<BootSettings> boot;   // [boot]: absent, the switch leaves the boot drop-in alone
+  std::vector<Knob> knobs;                // in apply order: included files first
+  std::vector<std::string> sources;       // files merged, outermost last
+  std::vector<SchedRule> sched_rules;     // [[sched.rule]], included files first
+  std::vector<NicRule> nic;               // [nic."GLOB"] tables, included files first
+  std::vector<KernelModule> modules;      // modules = [...], included files first, each name once
+  std::vector<DeviceSetting> cpu;         // [cpu]: each key once, a later file's value wins
+  std::vector<BlockRule> block;           // [block."GLOB"] tables, included files first
+  std::optional<BootSettings> boot;       // [boot]: absent, the switch leaves the boot drop-in alone
+  std::vector<HugePageSetting> hugepages; // [hugepages]: each size and node once, a later file's value wins
 
   [[nodiscard]] const Knob *find(std::string_view key) const;
 };
@@ -97,16 +125,14 @@ std::span<const BuiltinProfile> builtin_profiles();
 inline constexpr std::string_view k_user_profile_dir = "/etc/mltune/profiles";
 std::string_view packaged_profile_dir();
 
-// For a process that loads profiles many times (mltunectl serve): each
-// profile text parsed once is kept, keyed by its name and whole text, so a
-// file that changed is parsed again.  Off by default.
-void enable_profile_cache();
-
 class ProfileLoader {
 public:
   // `sysroot` (may be null) is used to find profiles in
   // <sysroot>/etc/mltune/profiles and <sysroot><packaged_profile_dir()>;
-  // built-ins are compiled in.
+  // built-ins are compiled in.  While Caches are current on the thread
+  // (mltunectl serve: mltune/caches.hpp), each profile text parsed is kept
+  // there, keyed by its name and whole text, so a file that changed is
+  // parsed again.
   explicit ProfileLoader(const Sysroot *sysroot = nullptr) : sysroot_(sysroot) {}
 
   // A name ("training") or a file path (contains '/' or ends in ".toml").

@@ -275,6 +275,12 @@ public:
   Status verify() override;
   Status rollback() override;
   Status baseline() override;
+  // The threads the rules match now against the rules' policies.
+  [[nodiscard]] Result<DomainCheck> check(std::vector<NodeDifference> &out) override;
+  // Every thread policy and partition mltune changed put back (a dry run:
+  // counted).
+  [[nodiscard]] DomainState off(bool dry_run) override;
+  [[nodiscard]] std::string summary() const override;
 
   // What apply() did (nullopt when the step had nothing to do).
   [[nodiscard]] const std::optional<SchedReport> &applied() const { return applied_; }
@@ -283,6 +289,7 @@ public:
 
 private:
   std::span<const SchedRule> rules_;
+  const Sysroot &root_;
   std::unique_ptr<SchedSystem> live_;
   SchedSystem *sys_;
   // Why the rules cannot act on this root (a container without the node's

@@ -36,6 +36,7 @@
 // code reports it (exit 1) and does not run it again.
 #pragma once
 
+#include "mltune/caches.hpp"
 #include "mltune/result.hpp"
 #include "mltune/sched.hpp"
 #include "mltune/sysroot.hpp"
@@ -210,8 +211,9 @@ private:
   Counts counts_;
 };
 
-// The index that proc::task_names() reads while it is set (nullptr: none).
-void install_thread_index(ThreadIndex *index);
-ThreadIndex *installed_thread_index();
+// The index that proc::task_names() reads while `caches` are current
+// (mltune/caches.hpp; nullptr: none).  The caller keeps it alive as long
+// as the caches or until it installs nullptr.
+void install_thread_index(Caches &caches, ThreadIndex *index);
 
 } // namespace mltune

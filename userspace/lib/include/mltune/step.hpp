@@ -17,6 +17,21 @@
 //   baseline()  restores the values from before mltune's first switch, for
 //               the domains that record them.
 //
+// And what the node's read-only and restoring commands ask of each domain
+// (verify, active, metrics, off, switch baseline):
+//
+//   check()     compares the node with the step's settings: what verify and
+//               active report; writes nothing.  An error: the settings
+//               cannot be compared here at all (verify fails with it).
+//   state()     the domain as it is on the node, for a domain whose state is
+//               not a profile's (the feeder cores, the pool, the boot
+//               parameters): what active and metrics report.
+//   summary()   one line for people: what apply() did ("nic: 3 settings
+//               changed (eth0)").
+//   off()       the domain back on its baseline, as a one-line report that
+//               never errors (every domain is tried); with dry_run, what it
+//               would restore.
+//
 // run_transaction() plans every step, then applies them in order; when a
 // step fails (or, with verify, does not read back), the steps applied before
 // it are rolled back newest first and the error names the step, keeps the
@@ -25,13 +40,45 @@
 
 #include "mltune/result.hpp"
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace mltune {
+
+// One difference between the node and a profile, the same shape in every
+// domain.  `state`: "differs", "missing" (the node lacks the setting),
+// "unreadable".
+struct NodeDifference {
+  std::string domain;   // "modules", "knobs", "nic", "sched"
+  std::string key;      // "vm.swappiness", "eth0 coalesce.rx-usecs", "1234 \"NCCL Progress 0\""
+  std::string expected; // as the profile states it ("madvise", ">= 2097152", "deadline runtime=...")
+  std::string current;  // as read ("" when missing)
+  std::string state;
+  bool counts = true; // false: an optional setting, reported and ignored
+};
+
+// What Step::check() compared in one domain.
+struct DomainCheck {
+  std::string domain;
+  std::string state;       // "match", "differs", "not-applicable" (nothing in the profile), "unchecked"
+  std::size_t checked = 0; // settings (knobs, NIC settings, threads) compared
+  std::string note;        // why unchecked, what was left out
+};
+
+// One domain's state, one line (Step::state(), Step::off()).
+struct DomainState {
+  std::string domain; // "knobs", "nic", "sched", "feeder", "pool", "boot", "persist"
+  // status: "applied", "drifted", "off", "pending-reboot", "unchecked";
+  // off: "restored", "off" (nothing to do), "planned" (a dry run), "pending",
+  // "pending-reboot", "kept", "failed", "unchecked"
+  std::string state;
+  std::string detail; // one line for people
+};
 
 class Step {
 public:
@@ -48,6 +95,14 @@ public:
   virtual Status verify() = 0;
   virtual Status rollback() = 0;
   virtual Status baseline() = 0;
+
+  // The domain's part of verify, active and off (see the top of this
+  // file).  A domain without profile settings checks nothing
+  // ("not-applicable"); one whose state is its check has no state().
+  [[nodiscard]] virtual Result<DomainCheck> check(std::vector<NodeDifference> &out);
+  [[nodiscard]] virtual std::optional<DomainState> state();
+  [[nodiscard]] virtual std::string summary() const = 0;
+  [[nodiscard]] virtual DomainState off(bool dry_run) = 0;
 };
 
 struct TransactionOptions {

@@ -9,18 +9,20 @@
 //    the first failure restores everything written so far in reverse.
 #pragma once
 
+#include "mltune/cpulist.hpp"
+#include "mltune/node_info.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/step.hpp"
 #include "mltune/sysroot.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace mltune {
 
 inline constexpr std::string_view k_baseline = "baseline";
-inline constexpr std::string_view k_kmod_dir = "/sys/kernel/mltune";
 
 enum class Backend { automatic, kernel, direct };
 std::string_view to_string(Backend b);
@@ -113,6 +115,17 @@ public:
   Status verify() override;
   Status rollback() override;
   Status baseline() override;
+  // The profile's knobs on this node against what they read; a knob read
+  // on a CPU that spare_cpus() names is left unread (said in the note).
+  [[nodiscard]] Result<DomainCheck> check(std::vector<NodeDifference> &out) override;
+  // Through Backend::kernel or direct: baseline() reported (a dry run:
+  // switch_plan() holds what the direct backend would write back).  Through
+  // Backend::automatic: every backend's record (`off`).
+  [[nodiscard]] DomainState off(bool dry_run) override;
+  [[nodiscard]] std::string summary() const override;
+  // The CPUs whose knobs check() does not read (the feeder cores and
+  // boot-isolated CPUs: reading interrupts them); none when unset.
+  void spare_cpus(std::function<CpuSet()> f) { spare_ = std::move(f); }
 
   [[nodiscard]] const SwitchPlan &switch_plan() const { return plan_; }
   [[nodiscard]] const SwitchReport &report() const { return report_; }
@@ -123,7 +136,10 @@ private:
   const Profile &profile_;
   const Sysroot &root_;
   Backend backend_;
+  DomainState off_every_backend(bool dry_run);
+
   Profile node_profile_; // profile_ with its device settings as knobs of this node
+  std::function<CpuSet()> spare_;
   std::vector<std::string> notes_;
   SwitchPlan plan_;
   SwitchReport report_;

@@ -38,15 +38,14 @@ struct WriteOptions {
   mode_t mode = 0644;
 };
 
-// For a process that lives across many switches (mltunectl serve): the
-// knob files it reads and writes (sysctls, sysfs attributes, /proc/irq/N)
-// stay open, so that a read is one pread(2) and a write one pwrite(2) at
-// offset 0 instead of an open, a read or write and a close.  A descriptor
-// whose file went away (ENODEV, ENOENT, EIO: a device removed, an IRQ
-// freed) is closed and the path opened afresh.  The live root only; off by
-// default, and keep_knob_files(false) closes every kept descriptor.
-void keep_knob_files(bool keep = true);
-// How many knob files are kept open now.
+// For a process that lives across many switches (mltunectl serve, while
+// its Caches are current: mltune/caches.hpp): the knob files it reads and
+// writes (sysctls, sysfs attributes, /proc/irq/N) stay open, so that a read
+// is one pread(2) and a write one pwrite(2) at offset 0 instead of an open,
+// a read or write and a close.  A descriptor whose file went away (ENODEV,
+// ENOENT, EIO: a device removed, an IRQ freed) is closed and the path
+// opened afresh.  The live root only; the caches close them all when they
+// go.  How many knob files the current caches keep open now:
 size_t kept_knob_files();
 
 class Sysroot {

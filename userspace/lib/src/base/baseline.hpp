@@ -3,7 +3,8 @@
 // it.  It holds one record per domain, by the domain's name ("knobs": the
 // direct backend's knobs and the profile it names active; "nic": NIC
 // settings with their queue IRQs and RPS masks; "modules": the kernel
-// modules mltune loaded).  Each domain reads and writes its own record, in
+// modules mltune loaded; "pool": each node's reservation and the quota as
+// the first configuration apply found them).  Each domain reads and writes its own record, in
 // its own JSON shape, and never another's; a record of a domain this build
 // does not know (written by a newer mltune) is kept as it is.
 //
@@ -74,6 +75,25 @@ private:
 Result<NodeBaseline> load_baseline(const Sysroot &root);
 // Writes the file atomically; an empty baseline removes it.
 Status save_baseline(const Sysroot &root, const NodeBaseline &b);
+
+// One domain's load-change-save: the file loaded, the domain's record as T
+// handed to `change` (bool change(T &): whether it changed the record), and
+// the file saved when it did.  Callers hold the node lock.
+template <class T, class F> Status update_record(const Sysroot &root, std::string_view domain, F &&change) {
+  auto b = load_baseline(root);
+  if (!b) {
+    return b.error();
+  }
+  auto rec = b->get<T>(domain);
+  if (!rec) {
+    return rec.error();
+  }
+  if (!change(*rec)) {
+    return {};
+  }
+  b->put(domain, *rec);
+  return save_baseline(root, *b);
+}
 
 } // namespace detail
 } // namespace mltune

@@ -179,15 +179,20 @@ std::filesystem::path real_path(const std::filesystem::path &p, std::error_code 
 }
 
 namespace {
-TaskNameSource *g_source = nullptr; // see install_task_name_source()
+// The slot of Caches that install_task_name_source() sets.
+struct TaskNameSlot {
+  TaskNameSource *source = nullptr;
+};
 } // namespace
 
-void install_task_name_source(TaskNameSource *source) {
-  g_source = source;
+void install_task_name_source(Caches &caches, TaskNameSource *source) {
+  caches.slot<TaskNameSlot>().source = source;
 }
 
 std::vector<TaskName> task_names(const Sysroot &root) {
-  auto named = g_source != nullptr ? g_source->names(root) : std::nullopt;
+  const Caches *c = Caches::current();
+  const TaskNameSlot *slot = c != nullptr ? c->find<TaskNameSlot>() : nullptr;
+  auto named = slot != nullptr && slot->source != nullptr ? slot->source->names(root) : std::nullopt;
   if (!named) {
     return scan_task_names(root);
   }

@@ -8,6 +8,7 @@
 // after it are numbered as in proc(5), field 3 (state) being the first.
 #pragma once
 
+#include "mltune/caches.hpp"
 #include "mltune/parse.hpp"
 #include "mltune/sysroot.hpp"
 
@@ -103,9 +104,9 @@ public:
   virtual std::optional<std::vector<TaskName>> names(const Sysroot &root) = 0;
 };
 
-// The process's one source (nullptr: none); set by the thread that installs
-// it before others ask, cleared before it goes.
-void install_task_name_source(TaskNameSource *source);
+// The source task_names() asks while `caches` are current on the thread
+// (nullptr: none); the caches' owner keeps the source alive as long.
+void install_task_name_source(Caches &caches, TaskNameSource *source);
 
 // The same list from the installed source where it answers for `root`,
 // else the scan.

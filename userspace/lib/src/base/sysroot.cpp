@@ -4,6 +4,7 @@
 #include "base/dirents.hpp"
 #include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
+#include "mltune/caches.hpp"
 
 #include <algorithm>
 #include <array>
@@ -56,33 +57,48 @@ bool whole_in_one_read(std::string_view abs) {
           !abs.starts_with("/sys/kernel/config/"));
 }
 
-// keep_knob_files(): the open descriptors of knob files (sysctls, sysfs
-// attributes, /proc/irq/N/ files) by host path, -1 for a file that cannot
-// be opened for both reading and writing (it takes the plain path).  One
-// per process, used from one thread (mltunectl serve).
-bool g_keep_knobs = false;
-std::map<std::string, int, std::less<>> g_knob_fds;
+// The knob files (sysctls, sysfs attributes, /proc/irq/N/ files) a
+// resident process keeps open, by host path, -1 for a file that cannot be
+// opened for both reading and writing (it takes the plain path): a slot of
+// the current Caches (mltune/caches.hpp), closed with it.
+struct KnobFiles {
+  std::map<std::string, int, std::less<>> fds;
+  KnobFiles() = default;
+  KnobFiles(const KnobFiles &) = delete;
+  KnobFiles &operator=(const KnobFiles &) = delete;
+  KnobFiles(KnobFiles &&) = delete;
+  KnobFiles &operator=(KnobFiles &&) = delete;
+  ~KnobFiles() {
+    for (const auto &[host, fd] : fds) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
+    }
+  }
+};
 constexpr size_t k_max_kept = 4096;
 
+// The kept knob files of this thread's caches, or null (none current).
 // The live node's knob files only: a file tree (--sysroot, the tests'
 // fakes) has regular files, which a pwrite at offset 0 would not truncate.
-bool keepable(const Sysroot &root, std::string_view abs) {
-  return g_keep_knobs && root.is_live() && whole_in_one_read(abs);
+KnobFiles *kept_files(const Sysroot &root, std::string_view abs) {
+  Caches *c = Caches::current();
+  return c != nullptr && root.is_live() && whole_in_one_read(abs) ? &c->slot<KnobFiles>() : nullptr;
 }
 
 // The kept descriptor of `host`, opened now if need be; -1: not kept.
-int kept_fd(const std::string &host) {
-  if (auto it = g_knob_fds.find(host); it != g_knob_fds.end()) {
+int kept_fd(KnobFiles &kept, const std::string &host) {
+  if (auto it = kept.fds.find(host); it != kept.fds.end()) {
     return it->second;
   }
-  if (g_knob_fds.size() >= k_max_kept) {
+  if (kept.fds.size() >= k_max_kept) {
     return -1;
   }
   const int fd = ::open(host.c_str(), O_RDWR | O_CLOEXEC);
   // Only a file that exists is remembered (a knob of a device to come is
   // looked for again next time); a read-only or write-only one as -1.
   if (fd >= 0 || errno == EACCES || errno == EPERM) {
-    g_knob_fds.emplace(host, fd);
+    kept.fds.emplace(host, fd);
   }
   return fd;
 }
@@ -94,32 +110,23 @@ bool gone(int err) {
   return err == ENODEV || err == ENOENT || err == EIO || err == ESTALE || err == EBADF;
 }
 
-void drop_kept(const std::string &host) {
-  if (auto it = g_knob_fds.find(host); it != g_knob_fds.end()) {
+void drop_kept(KnobFiles &kept, const std::string &host) {
+  if (auto it = kept.fds.find(host); it != kept.fds.end()) {
     if (it->second >= 0) {
       ::close(it->second);
     }
-    g_knob_fds.erase(it);
+    kept.fds.erase(it);
   }
 }
 
 } // namespace
 
-void keep_knob_files(bool keep) {
-  g_keep_knobs = keep;
-  if (!keep) {
-    for (const auto &[host, fd] : g_knob_fds) {
-      if (fd >= 0) {
-        ::close(fd);
-      }
-    }
-    g_knob_fds.clear();
-  }
-}
-
 size_t kept_knob_files() {
-  return static_cast<size_t>(
-      std::count_if(g_knob_fds.begin(), g_knob_fds.end(), [](const auto &e) { return e.second >= 0; }));
+  const Caches *c = Caches::current();
+  const KnobFiles *kept = c != nullptr ? c->find<KnobFiles>() : nullptr;
+  return kept == nullptr ? 0 : static_cast<size_t>(std::count_if(kept->fds.begin(), kept->fds.end(), [](const auto &e) {
+    return e.second >= 0;
+  }));
 }
 
 Sysroot::Sysroot(fs::path root) : root_(std::move(root)) {
@@ -409,10 +416,10 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
   if (has_dotdot(abs)) {
     return input_error(std::string(abs) + ": path contains '..'");
   }
-  if (keepable(*this, abs)) {
+  if (KnobFiles *kept = kept_files(*this, abs); kept != nullptr) {
     // One pread(2) at offset 0: the attribute shown anew, as a fresh open reads it.
     const std::string host = host_path(abs);
-    if (const int kfd = kept_fd(host); kfd >= 0) {
+    if (const int kfd = kept_fd(*kept, host); kfd >= 0) {
       std::array<char, 4096> page{};
       std::string whole;
       for (;;) {
@@ -424,7 +431,7 @@ Result<std::string> Sysroot::read(std::string_view abs) const {
           if (!gone(errno)) {
             return sys_error(std::string(abs) + ": read", errno);
           }
-          drop_kept(host);
+          drop_kept(*kept, host);
           break; // the plain path below: the file as it is now, or its error
         }
         whole.append(page.data(), static_cast<size_t>(n));
@@ -483,13 +490,13 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
   if (auto it = faults_.find(abs); it != faults_.end()) {
     return sys_error(std::string(abs) + ": write", it->second);
   }
-  if (keepable(*this, abs)) {
+  if (KnobFiles *kept = kept_files(*this, abs); kept != nullptr) {
     // One pwrite(2) at offset 0, as a fresh open and write(2) would do.
     // /proc/irq/N/* are seq files, which refuse pwrite (seq_open clears
     // FMODE_PWRITE; kernfs puts it back for sysfs): write(2), whose
     // handlers there take no offset.
     const std::string host = host_path(abs);
-    if (const int kfd = kept_fd(host); kfd >= 0) {
+    if (const int kfd = kept_fd(*kept, host); kfd >= 0) {
       const bool seq = abs.starts_with("/proc/irq/");
       ssize_t n = 0;
       do {
@@ -504,7 +511,7 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
       if (!gone(errno)) {
         return sys_error(std::string(abs) + ": write", errno);
       }
-      drop_kept(host); // the plain path below
+      drop_kept(*kept, host); // the plain path below
     }
   }
   const UniqueFd fd = open_node(*this, abs, O_WRONLY | O_TRUNC);

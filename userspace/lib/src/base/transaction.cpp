@@ -7,6 +7,14 @@
 
 namespace mltune {
 
+Result<DomainCheck> Step::check(std::vector<NodeDifference> & /*out*/) {
+  return DomainCheck{std::string(name()), "not-applicable", 0, {}};
+}
+
+std::optional<DomainState> Step::state() {
+  return std::nullopt;
+}
+
 namespace {
 
 void progress(const TransactionOptions &opt, const Step &s, std::string_view phase) {

@@ -2,6 +2,8 @@
 // (boot.hpp), through the GRUB drop-in of boot.hpp.
 #include "mltune/boot.hpp"
 
+#include "mltune/parse.hpp"
+
 namespace mltune {
 
 BootStep::BootStep(const Profile &profile, const Sysroot &root) : profile_(profile), root_(root) {}
@@ -66,6 +68,64 @@ Status BootStep::rollback() {
 
 Status BootStep::baseline() {
   return root_.exists(k_grub_dropin) ? root_.remove_file(k_grub_dropin) : Status{};
+}
+
+// The drop-in's parameters (GRUB_CMDLINE_LINUX_DEFAULT="$... PARAMS") and
+// whether the running kernel's command line has them.
+std::optional<DomainState> BootStep::state() {
+  auto dropin = root_.read(k_grub_dropin);
+  if (!dropin) {
+    return DomainState{"boot", "off", "no " + std::string(k_grub_dropin)};
+  }
+  auto cmdline = root_.read("/proc/cmdline");
+  const std::string have = cmdline ? " " + std::string(trim(*cmdline)) + " " : "";
+  size_t missing = 0;
+  std::string params;
+  for (const auto line : split_lines(*dropin)) {
+    const auto q = line.find('"');
+    if (line.starts_with("#") || q == std::string_view::npos) {
+      continue;
+    }
+    for (const auto w : split_words(line.substr(q + 1, line.rfind('"') - q - 1))) {
+      if (w.starts_with("$")) {
+        continue;
+      }
+      params += (params.empty() ? "" : " ") + std::string(w);
+      missing += have.find(" " + std::string(w) + " ") == std::string::npos ? 1 : 0;
+    }
+  }
+  if (missing > 0) {
+    return DomainState{"boot", "pending-reboot",
+                       std::to_string(missing) + " parameter(s) of " + std::string(k_grub_dropin) +
+                           " not on the running command line: " + params};
+  }
+  return DomainState{"boot", "applied", params};
+}
+
+DomainState BootStep::off(bool dry_run) {
+  if (!root_.exists(k_grub_dropin)) {
+    return {"boot", "off", "no " + std::string(k_grub_dropin)};
+  }
+  if (dry_run) {
+    return {"boot", "planned", "remove " + std::string(k_grub_dropin)};
+  }
+  if (auto st = baseline(); !st) {
+    return {"boot", "failed", st.error().message};
+  }
+  return {"boot", "pending-reboot",
+          "removed " + std::string(k_grub_dropin) + "; run update-grub, the parameters leave at the next boot"};
+}
+
+} // namespace mltune
+
+namespace mltune {
+
+std::string BootStep::summary() const {
+  if (fragment_.empty()) {
+    return "boot: no parameter";
+  }
+  return changed_ ? "boot: " + std::string(k_grub_dropin) + " written, pending a reboot: " + fragment_
+                  : "boot: " + std::string(k_grub_dropin) + " already has " + fragment_;
 }
 
 } // namespace mltune

@@ -188,6 +188,15 @@ Result<NodeConfig> parse_config(std::string_view text, const std::string &displa
         return input_error(w + ": watcher must be true or false");
       }
       cfg.watcher = *v.value<bool>();
+    } else if (k == "hugepages") {
+      const auto *t = v.as_table();
+      if (t == nullptr) {
+        return input_error(
+            w + R"(: [hugepages] must be a table of size = { NUMA node = pages }, e.g. "2M" = { 0 = 1024 })");
+      }
+      if (auto st = detail::merge_hugepages(*t, display, cfg.hugepages); !st) {
+        return st.error();
+      }
     } else if (k == "pool" || k == "feeder" || k == "modules") {
       const auto *t = v.as_table();
       if (t == nullptr) {
@@ -201,7 +210,7 @@ Result<NodeConfig> parse_config(std::string_view text, const std::string &displa
       }
     } else {
       return input_error(w + ": unknown key '" + std::string(k.str()) +
-                         "' (expected profile, watcher, [pool], [feeder], [modules])");
+                         "' (expected profile, watcher, [pool], [feeder], [hugepages], [modules])");
     }
   }
   return cfg;
@@ -251,6 +260,26 @@ std::string render_config(const NodeConfig &cfg) {
     if (cfg.feeder_partition != "root") {
       s += "# The cpuset partition type: root (load balancing among the feeder cores) or isolated.\npartition = " +
            toml_string(cfg.feeder_partition) + "\n";
+    }
+  }
+  if (!cfg.hugepages.empty()) {
+    s += "\n[hugepages]\n# Persistent hugetlbfs pages per NUMA node, by page size (over the profile's [hugepages]).\n";
+    std::vector<const HugePageSetting *> sizes; // the first setting of each size
+    for (const auto &h : cfg.hugepages) {
+      if (std::none_of(sizes.begin(), sizes.end(), [&](const auto *o) { return o->page_kib == h.page_kib; })) {
+        sizes.push_back(&h);
+      }
+    }
+    for (const auto *first : sizes) {
+      s += toml_string(first->size()) + " = {";
+      const char *sep = " ";
+      for (const auto &h : cfg.hugepages) {
+        if (h.page_kib == first->page_kib) {
+          s += sep + std::to_string(h.node) + " = " + std::to_string(h.pages);
+          sep = ", ";
+        }
+      }
+      s += " }\n";
     }
   }
   if (cfg.module_allow) {

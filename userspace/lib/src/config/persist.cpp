@@ -110,4 +110,38 @@ Result<std::vector<std::string>> remove_persist(const Sysroot &root) {
   return removed;
 }
 
+DomainState persist_state(const Sysroot &root) {
+  if (!root.exists(k_config_file)) {
+    return {"persist", "off", "no " + std::string(k_config_file)};
+  }
+  auto cfg = load_config(root);
+  if (!cfg) {
+    return {"persist", "unchecked", cfg.error().message};
+  }
+  return {"persist", "applied",
+          std::string(k_config_file) + ": profile " + cfg->profile.value_or("(none)") + " at boot"};
+}
+
+DomainState persist_off(const Sysroot &root) {
+  // A node configuration written by hand or by configuration management
+  // (Ansible, Puppet) is the administrator's, not a change of mltune's.
+  if (auto text = root.read(k_config_file); text && !text->starts_with(k_config_marker)) {
+    return {"persist", "kept",
+            std::string(k_config_file) + " was not written by mltunectl persist: left as it is (the next boot "
+                                         "applies it; remove it to keep the node off)"};
+  }
+  auto removed = remove_persist(root);
+  if (!removed) {
+    return {"persist", "failed", removed.error().message};
+  }
+  if (removed->empty()) {
+    return {"persist", "off", "nothing persisted by mltunectl"};
+  }
+  std::string files;
+  for (const auto &f : *removed) {
+    files += (files.empty() ? "" : ", ") + f;
+  }
+  return {"persist", "restored", "removed " + files};
+}
+
 } // namespace mltune

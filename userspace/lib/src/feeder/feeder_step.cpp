@@ -97,3 +97,36 @@ std::string FeederStep::summary() const {
 }
 
 } // namespace mltune
+
+namespace mltune {
+
+std::optional<DomainState> FeederStep::state() {
+  auto st = feeder_status(root_);
+  if (!st) {
+    return DomainState{"feeder", "unchecked", st.error().message};
+  }
+  if (!st->state.active) {
+    return DomainState{"feeder", "off", "no feeder cores"};
+  }
+  return DomainState{"feeder", "applied", "CPUs " + st->state.cpus.str() + " (" + st->state.mechanism + ")"};
+}
+
+DomainState FeederStep::off(bool dry_run) {
+  auto st = feeder_status(root_);
+  if (!st) {
+    return {"feeder", "failed", st.error().message};
+  }
+  if (!st->state.active) {
+    return {"feeder", "off", "no feeder cores"};
+  }
+  const std::string cpus = st->state.cpus.str();
+  if (dry_run) {
+    return {"feeder", "planned", "feeder cores " + cpus + " off"};
+  }
+  if (auto r = baseline(); !r) {
+    return {"feeder", "failed", r.error().message};
+  }
+  return {"feeder", "restored", "feeder cores " + cpus + " off"};
+}
+
+} // namespace mltune

@@ -9,14 +9,11 @@ namespace mltune {
 
 namespace {
 
-// The states a domain can be in (node.hpp DomainState, and a follow's
+// The states a domain can be in (step.hpp DomainState, and a follow's
 // result); each domain has one 0/1 series per state (a Prometheus state set),
 // so an alert can match state="drifted" without knowing the others.
 constexpr std::string_view k_states[] = {"applied",   "drifted",     "off",   "pending-reboot",
                                          "unchecked", "rolled-back", "failed"};
-
-// Domains compared setting by setting with the active profile.
-constexpr std::string_view k_checked_domains[] = {"modules", "knobs", "nic", "sched"};
 
 std::string escape_label(std::string_view v) {
   std::string out;
@@ -93,7 +90,7 @@ std::vector<MetricFamily> node_metrics(const NodeStatus &status, std::string_vie
                      "Settings of the active profile that differ on the node, by domain (optional ones not counted).",
                      "gauge",
                      {}};
-  for (const auto dom : k_checked_domains) {
+  for (const auto dom : checked_domains()) {
     const auto n = std::count_if(status.differences.begin(), status.differences.end(),
                                  [&](const NodeDifference &x) { return x.domain == dom && x.counts; });
     diffs.samples.push_back({{{"domain", std::string(dom)}}, static_cast<double>(n)});

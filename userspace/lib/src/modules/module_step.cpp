@@ -366,3 +366,84 @@ Status ModuleStep::baseline() {
 }
 
 } // namespace mltune
+
+namespace mltune {
+
+Result<DomainCheck> ModuleStep::check(std::vector<NodeDifference> &out) {
+  DomainCheck dc{"modules", "match", modules_.size(), {}};
+  if (modules_.empty()) {
+    dc.state = "not-applicable";
+    return dc;
+  }
+  for (const auto &m : modules_) {
+    const bool in = loader_ != nullptr ? loader_->loaded(m.name) : root_.is_dir("/sys/module/" + m.name);
+    if (!in) {
+      out.push_back({"modules", m.name, "loaded", "not loaded", "missing", m.required});
+      dc.state = m.required ? "differs" : dc.state;
+    }
+  }
+  return dc;
+}
+
+namespace {
+
+std::string joined(const std::vector<std::string> &names, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto &n : names) {
+    out += (out.empty() ? "" : std::string(sep)) + n;
+  }
+  return out;
+}
+
+} // namespace
+
+DomainState ModuleStep::off(bool dry_run) {
+  auto b = detail::load_baseline(root_);
+  if (!b) {
+    return {"modules", "failed", b.error().message};
+  }
+  if (!b->has("modules")) {
+    return {"modules", "off", "no module loaded by mltune"};
+  }
+  if (loader_ == nullptr) {
+    return {"modules", "unchecked", "modules are unloaded on a running node only, not in a file tree"};
+  }
+  if (dry_run) {
+    auto names = recorded_modules(root_);
+    if (!names) {
+      return {"modules", "failed", names.error().message};
+    }
+    return {"modules", "planned", "unload " + joined(*names) + " (those still loaded and not in use)"};
+  }
+  if (auto st = baseline(); !st) {
+    return {"modules", "failed", st.error().message};
+  }
+  if (!in_use_.empty()) {
+    // Not a failure: the module goes when its last user does.
+    return {"modules", "pending", "still in use, left loaded (off unloads it next time): " + joined(in_use_, "; ")};
+  }
+  std::vector<std::string> by_us;
+  std::vector<std::string> gone;
+  for (const auto &n : recorded_) {
+    (std::find(unloaded_.begin(), unloaded_.end(), n) != unloaded_.end() ? by_us : gone).push_back(n);
+  }
+  if (by_us.empty()) {
+    return {"modules", "restored", joined(gone) + ": no longer loaded"};
+  }
+  return {"modules", "restored",
+          "unloaded " + joined(by_us) + (gone.empty() ? "" : "; " + joined(gone) + ": no longer loaded")};
+}
+
+} // namespace mltune
+
+namespace mltune {
+
+std::string ModuleStep::summary() const {
+  std::string l = "modules: " + std::to_string(loaded_.size()) + " loaded";
+  for (const auto &m : skipped_) {
+    l += "; skipped " + m;
+  }
+  return l;
+}
+
+} // namespace mltune

@@ -1,6 +1,9 @@
 // NicStep: the profile's [nic] tables as a transaction step (nic.hpp).
 #include "mltune/nic.hpp"
 
+#include "base/baseline.hpp"
+
+#include <algorithm>
 #include <ranges>
 
 namespace mltune {
@@ -110,6 +113,102 @@ Status NicStep::rollback() {
   }
   applied_.reset();
   return {};
+}
+
+} // namespace mltune
+
+namespace mltune {
+
+Result<DomainCheck> NicStep::check(std::vector<NodeDifference> &out) {
+  DomainCheck dc{"nic", "match", 0, {}};
+  if (rules_.empty()) {
+    dc.state = "not-applicable";
+    return dc;
+  }
+  if (!backend_ && !root_.shares_network()) {
+    dc.state = "unchecked";
+    dc.note = "NIC settings are read over netlink from the live node only";
+    return dc;
+  }
+  if (auto st = ensure_backend(); !st) {
+    dc.state = "unchecked";
+    dc.note = st.error().message;
+    return dc;
+  }
+  auto rep = nic_apply(rules_, *backend_, NicOptions{}, true);
+  if (!rep) {
+    dc.state = "unchecked";
+    dc.note = rep.error().message;
+    return dc;
+  }
+  for (const auto &c : rep->plan.changes) {
+    out.push_back({"nic", (c.ifname.empty() ? "" : c.ifname + " ") + c.key, c.to, c.from, "differs", true});
+    dc.state = "differs";
+  }
+  dc.checked = rep->plan.compared;
+  if (!rep->skipped.empty()) {
+    dc.note = std::to_string(rep->skipped.size()) + " setting(s) the devices do not support were left out";
+  }
+  return dc;
+}
+
+DomainState NicStep::off(bool dry_run) {
+  auto b = detail::load_baseline(root_);
+  if (!b) {
+    return {"nic", "failed", b.error().message};
+  }
+  if (!b->has("nic")) {
+    return {"nic", "off", "no NIC setting changed by mltune"};
+  }
+  if (!backend_ && !root_.shares_network()) {
+    if (root_.is_node()) {
+      auto st = root_.require_namespaces("nic", {"net"});
+      return {"nic", "failed", st ? "no netlink backend for the node's NICs" : st.error().message};
+    }
+    return {"nic", "unchecked", "NIC settings are restored over netlink on a running node only, not in a file tree"};
+  }
+  if (auto st = ensure_backend(); !st) {
+    return {"nic", "failed", st.error().message};
+  }
+  auto r = restore_nic_baseline(root_, *backend_, dry_run);
+  if (!r) {
+    return {"nic", "failed", r.error().message};
+  }
+  std::string detail = std::to_string(dry_run ? r->plan.changes.size() : r->applied.size()) +
+                       (dry_run ? " setting(s) to restore" : " setting(s) restored");
+  for (size_t i = 0; dry_run && i < r->plan.changes.size(); ++i) {
+    const auto &c = r->plan.changes[i];
+    detail += (i == 0 ? ": " : ", ") + (c.ifname.empty() ? "" : c.ifname + " ") + c.key + " " + c.from + " -> " + c.to;
+  }
+  if (!r->skipped.empty()) {
+    detail += ", " + std::to_string(r->skipped.size()) + " gone since (";
+    for (size_t i = 0; i < r->skipped.size(); ++i) {
+      detail += (i == 0 ? "" : ", ") + r->skipped[i].ifname + " " + r->skipped[i].key;
+    }
+    detail += ")";
+  }
+  return {"nic", dry_run ? "planned" : "restored", detail};
+}
+
+} // namespace mltune
+
+namespace mltune {
+
+std::string NicStep::summary() const {
+  if (!applied_ || applied_->applied.empty()) {
+    return "nic: nothing to change";
+  }
+  std::vector<std::string> devs;
+  for (const auto &c : applied_->applied) {
+    if (!c.ifname.empty() && std::find(devs.begin(), devs.end(), c.ifname) == devs.end()) {
+      devs.push_back(c.ifname);
+    }
+  }
+  std::string names;
+  for (const auto &d : devs) {
+    names += (names.empty() ? "" : ", ") + d;
+  }
+  return "nic: " + std::to_string(applied_->applied.size()) + " settings changed (" + names + ")";
 }
 
 } // namespace mltune

@@ -1,7 +1,8 @@
 // The ethtool generic netlink and rtnetlink message layer under the NIC
 // backend (NetlinkTransport, mltune/nic.hpp) through libnl: LiveTransport,
 // one request at a time, the kernel's extended acks as its errors; and the
-// process-wide transport that `mltunectl serve` keeps.
+// transport that `mltunectl serve` keeps in its Caches (mltune/caches.hpp).
+#include "mltune/caches.hpp"
 #include "mltune/nic.hpp"
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
@@ -381,15 +382,17 @@ private:
 
 namespace {
 
-// keep_netlink_transport(): one LiveTransport for the life of the process,
-// lent to each backend through KeptTransport.  A request that fails drops
-// it, so the next backend opens fresh sockets (nothing stale is read from a
-// socket whose exchange broke off).
-bool g_keep_transport = false;
-std::shared_ptr<LiveTransport> g_kept;
+// While Caches are current (mltune/caches.hpp): one LiveTransport kept in
+// them, lent to each backend through KeptTransport.  A request that fails
+// drops it, so the next backend opens fresh sockets (nothing stale is read
+// from a socket whose exchange broke off).
+struct KeptSockets {
+  std::shared_ptr<LiveTransport> transport;
+};
 
 class KeptTransport final : public NetlinkTransport {
 public:
+  explicit KeptTransport(KeptSockets &kept) : kept_(kept), held_(kept.transport) {}
   Result<NlAttrs> ethtool_get(std::uint8_t cmd, const std::string &ifname) override {
     return check(t().ethtool_get(cmd, ifname));
   }
@@ -410,37 +413,36 @@ public:
 
 private:
   // Kept from the first request of this backend to its last: a request
-  // that failed drops the process's transport, not this one.
+  // that failed drops the caches' transport, not this one.
   LiveTransport &t() const { return *held_; }
   // A request the kernel refused ("kernel: ...", EOPNOTSUPP from a driver)
   // leaves the sockets clean; one that broke off in send or receive
   // ("netlink ...") does not.
   template <class R> R check(R r) {
-    if (!r && r.error().message.starts_with("netlink") && g_kept == held_) {
-      g_kept.reset();
+    if (!r && r.error().message.starts_with("netlink") && kept_.transport == held_) {
+      kept_.transport.reset();
     }
     return r;
   }
-  std::shared_ptr<LiveTransport> held_ = g_kept;
+  // The caches outlive every backend of a request they are current for.
+  KeptSockets &kept_;
+  std::shared_ptr<LiveTransport> held_;
 };
 
 } // namespace
 
-void keep_netlink_transport() {
-  g_keep_transport = true;
-}
-
 Result<std::unique_ptr<NetlinkTransport>> make_netlink_transport() {
-  if (g_keep_transport && g_kept) {
-    return std::unique_ptr<NetlinkTransport>(std::make_unique<KeptTransport>());
+  KeptSockets *kept = Caches::current() != nullptr ? &Caches::current()->slot<KeptSockets>() : nullptr;
+  if (kept != nullptr && kept->transport) {
+    return std::unique_ptr<NetlinkTransport>(std::make_unique<KeptTransport>(*kept));
   }
   auto t = std::make_unique<LiveTransport>();
   if (auto st = t->open(); !st) {
     return st.error();
   }
-  if (g_keep_transport) {
-    g_kept = std::shared_ptr<LiveTransport>(std::move(t));
-    return std::unique_ptr<NetlinkTransport>(std::make_unique<KeptTransport>());
+  if (kept != nullptr) {
+    kept->transport = std::shared_ptr<LiveTransport>(std::move(t));
+    return std::unique_ptr<NetlinkTransport>(std::make_unique<KeptTransport>(*kept));
   }
   return std::unique_ptr<NetlinkTransport>(std::move(t));
 }

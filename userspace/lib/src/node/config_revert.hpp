@@ -5,9 +5,11 @@
 
 namespace mltune::detail {
 
-// revert_config() without taking the node lock.  With `pool_only`, only the
-// pool reservations and quota go back (node_off() restores the other domains
-// itself); the record of this boot's applies is dropped either way.
-Result<ConfigReport> revert_config_locked(const Sysroot &root, bool pool_only);
+// revert_config() without taking the node lock.
+Result<ConfigReport> revert_config_locked(const Sysroot &root);
+// Drops the record of this boot's applies (node_off(), which puts every
+// domain back itself); what an earlier version kept in it moves to the node
+// baseline first.
+Status forget_config(const Sysroot &root);
 
 } // namespace mltune::detail

@@ -182,13 +182,10 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
     }
   } else {
     rec.in_line = name;
-    const auto &nic = domains.nic().applied();
-    const auto &sched = domains.sched().applied();
-    rec.detail = "modules " + std::to_string(domains.modules().loaded().size()) +
-                 " loaded, knobs switched with this node's " +
-                 std::to_string(domains.knobs().switch_plan().steps.size()) + ", NIC " +
-                 std::to_string(nic ? nic->applied.size() : 0) + " setting(s) changed, " +
-                 std::to_string(sched ? sched->actions.size() : 0) + " thread(s)";
+    // What each domain did, in its own words.
+    for (const Step *s : domains.steps(detail::NodeOp::follow)) {
+      rec.detail += (rec.detail.empty() ? "" : "; ") + s->summary();
+    }
     // Our own switch counts as followed.
     if (auto g2 = kernel_generation(root)) {
       rec.generation = *g2;

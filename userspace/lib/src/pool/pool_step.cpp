@@ -2,7 +2,13 @@
 // (pool.hpp).
 #include "mltune/pool.hpp"
 
+#include "base/baseline.hpp"
+#include "mltune/node_info.hpp"
+
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <functional>
 
 namespace mltune {
 
@@ -13,6 +19,73 @@ std::string mib(std::uint64_t pages) {
 }
 
 } // namespace
+
+// ---- the pool's record of the node baseline ----------------------------------
+
+void to_json(nlohmann::json &j, const PoolRecord &r) {
+  j = nlohmann::json::object();
+  if (!r.nodes.empty()) {
+    j["nodes"] = r.nodes;
+  }
+  if (r.user_quota) {
+    j["user_quota"] = *r.user_quota;
+  }
+}
+
+void from_json(const nlohmann::json &j, PoolRecord &r) {
+  r.nodes = j.value("nodes", std::vector<std::pair<int, std::uint64_t>>{});
+  r.user_quota = j.contains("user_quota") ? std::optional(j.at("user_quota").get<std::uint64_t>()) : std::nullopt;
+}
+
+namespace {
+
+constexpr std::string_view k_domain = "pool";
+
+// Adds what `r` has and the record lacks: the first value seen of a node's
+// reservation and of the quota stays.  Returns what it added.
+Result<PoolRecord> record_pool(const Sysroot &root, const PoolRecord &r) {
+  PoolRecord added;
+  auto st = detail::update_record<PoolRecord>(root, k_domain, [&](PoolRecord &have) {
+    for (const auto &[node, pages] : r.nodes) {
+      if (std::none_of(have.nodes.begin(), have.nodes.end(), [&](const auto &p) { return p.first == node; })) {
+        have.nodes.emplace_back(node, pages);
+        added.nodes.emplace_back(node, pages);
+      }
+    }
+    if (!have.user_quota && r.user_quota) {
+      have.user_quota = added.user_quota = r.user_quota;
+    }
+    return !added.nodes.empty() || added.user_quota.has_value();
+  });
+  if (!st) {
+    return st.error();
+  }
+  return added;
+}
+
+// Takes out of the record what record_pool() added (an apply that did not
+// happen leaves no record of its own).
+Status unrecord_pool(const Sysroot &root, const PoolRecord &added) {
+  if (added.nodes.empty() && !added.user_quota) {
+    return {};
+  }
+  return detail::update_record<PoolRecord>(root, k_domain, [&](PoolRecord &have) {
+    std::erase_if(have.nodes, [&](const auto &p) {
+      return std::any_of(added.nodes.begin(), added.nodes.end(), [&](const auto &a) { return a.first == p.first; });
+    });
+    if (added.user_quota) {
+      have.user_quota.reset();
+    }
+    return true;
+  });
+}
+
+} // namespace
+
+Status record_pool_baseline(const Sysroot &root, const PoolRecord &r) {
+  auto added = record_pool(root, r);
+  return added ? Status{} : Status(added.error());
+}
 
 PoolStep::PoolStep(const Sysroot &root, std::vector<std::pair<int, std::uint64_t>> reserve,
                    std::optional<std::uint64_t> user_quota)
@@ -60,8 +133,19 @@ Status PoolStep::set(const std::vector<std::pair<int, std::uint64_t>> &pages, st
   return {};
 }
 
+// The values plan() found are recorded first (the first of a boot stays):
+// `off` and `config revert` put them back.
 Status PoolStep::apply() {
-  return set(reserve_, quota_);
+  auto added = record_pool(root_, PoolRecord{before_, quota_ ? quota_before_ : std::nullopt});
+  if (!added) {
+    return with_context(added.error(), "pool: recording the reservations found");
+  }
+  added_ = std::move(*added);
+  if (auto st = set(reserve_, quota_); !st) {
+    (void)unrecord_pool(root_, added_);
+    return st;
+  }
+  return {};
 }
 
 Status PoolStep::verify() {
@@ -84,7 +168,10 @@ Status PoolStep::verify() {
 }
 
 Status PoolStep::rollback() {
-  return set(before_, quota_ ? quota_before_ : std::nullopt);
+  if (auto st = set(before_, quota_ ? quota_before_ : std::nullopt); !st) {
+    return st;
+  }
+  return unrecord_pool(root_, added_);
 }
 
 std::string PoolStep::summary() const {
@@ -97,6 +184,84 @@ std::string PoolStep::summary() const {
          (*quota_ == 0 ? std::string("none") : std::to_string(*quota_) + " pages (" + mib(*quota_) + ")");
   }
   return s;
+}
+
+std::optional<DomainState> PoolStep::state() {
+  if (!root_.is_dir(k_kmod_dir)) {
+    return DomainState{"pool", "off", "the module is not loaded"};
+  }
+  auto st = pool_status(root_);
+  if (!st) {
+    return DomainState{"pool", "unchecked", st.error().message};
+  }
+  std::string detail;
+  std::uint64_t total = 0;
+  for (const auto &n : st->nodes) {
+    detail += (detail.empty() ? "" : ", ") + std::string("node") + std::to_string(n.node) + " " +
+              std::to_string(n.reserved) + " pages (" + std::to_string(n.mapped) + " mapped)";
+    total += n.reserved;
+  }
+  return DomainState{"pool", total > 0 ? "applied" : "off", detail.empty() ? "no NUMA node" : detail};
+}
+
+// Every reservation and the quota as the first apply of the boot found
+// them; the record goes once they are back (or the module, and with it the
+// pool, is gone).
+DomainState PoolStep::off(bool dry_run) {
+  auto b = detail::load_baseline(root_);
+  if (!b) {
+    return {"pool", "failed", b.error().message};
+  }
+  auto r = b->get<PoolRecord>(k_domain);
+  if (!r) {
+    return {"pool", "failed", r.error().message};
+  }
+  if (r->nodes.empty() && !r->user_quota) {
+    return {"pool", "off", "no reservation made by mltune"};
+  }
+  std::vector<std::string> done;
+  std::vector<std::string> failed;
+  if (!root_.is_dir(k_kmod_dir)) {
+    done.emplace_back("the module is not loaded (unloading freed the pool)");
+  } else {
+    // A dry run lists what it would put back; a run puts it back.
+    auto put_back = [&](const std::string &what, const std::function<Status()> &write) {
+      Status st = dry_run ? Status{} : write();
+      if (st) {
+        done.push_back(what);
+      } else {
+        failed.push_back(what + ": " + st.error().message);
+      }
+    };
+    for (const auto &[node, pages] : r->nodes) {
+      put_back("node" + std::to_string(node) + " " + std::to_string(pages) + " pages", [&, node = node, pages = pages] {
+        auto res = pool_reserve(root_, node, pages);
+        return res ? Status{} : Status(res.error());
+      });
+    }
+    if (r->user_quota) {
+      put_back("user quota " + describe_quota(*r->user_quota),
+               [&] { return pool_set_user_quota(root_, *r->user_quota); });
+    }
+  }
+  auto joined = [](const std::vector<std::string> &v) {
+    std::string out;
+    for (const auto &x : v) {
+      out += (out.empty() ? "" : "; ") + x;
+    }
+    return out;
+  };
+  if (!failed.empty()) {
+    return {"pool", "failed", joined(failed)};
+  }
+  if (dry_run) {
+    return {"pool", "planned", joined(done)};
+  }
+  b->set(k_domain, nullptr);
+  if (auto st = detail::save_baseline(root_, *b); !st) {
+    return {"pool", "failed", st.error().message};
+  }
+  return {"pool", "restored", joined(done)};
 }
 
 } // namespace mltune

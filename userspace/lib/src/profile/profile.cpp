@@ -1,12 +1,10 @@
 #include "mltune/profile.hpp"
 
-#include "devices/profile_tables.hpp"
+#include "mltune/caches.hpp"
 #include "mltune/catalog.hpp"
 #include "mltune_knobs_allow.h"
-#include "nic/profile_tables.hpp"
 #include "profile/allow.hpp"
 #include "profile/profile_phases.hpp"
-#include "sched/internal.hpp"
 
 #include "base/sysroot_fd.hpp"
 #include "base/unique_fd.hpp"
@@ -77,10 +75,6 @@ std::optional<std::string> check_key(KnobKind kind, std::string_view key) {
     return "sysfs path '" + std::string(key) + "' is outside the allowed subtrees or too long";
   }
   return std::nullopt;
-}
-
-std::string where(const std::string &display, const toml::source_region &r) {
-  return display + ":" + std::to_string(r.begin.line);
 }
 
 } // namespace
@@ -372,6 +366,16 @@ Status check_ascii(std::string_view t, const std::string &display) {
 
 } // namespace
 
+std::string HugePageSetting::size() const {
+  return page_kib % (1024ULL * 1024) == 0 ? std::to_string(page_kib >> 20U) + "G"
+         : page_kib % 1024 == 0           ? std::to_string(page_kib >> 10U) + "M"
+                                          : std::to_string(page_kib) + "K";
+}
+
+std::string HugePageSetting::key() const {
+  return "node" + std::to_string(node) + " " + size();
+}
+
 namespace detail {
 
 // A profile file: a regular file (not a FIFO that never ends, not /dev/zero)
@@ -445,55 +449,6 @@ Result<toml::table> parse_profile_text(const std::string &text, const std::strin
     return input_error(display + ":" + std::to_string(line) + ":" + std::to_string(e.source().begin.column) + ": " +
                        std::string(what));
   }
-}
-
-Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const std::string &display) {
-  std::vector<IncludeRef> includes;
-  for (const auto &[k, v] : doc) {
-    const std::string at = where(display, k.source());
-    if (k == "description") {
-      if (!v.is_string()) {
-        return input_error(at + ": description must be a string");
-      }
-    } else if (k == "include") {
-      if (const auto *s = v.as_string()) {
-        includes.emplace_back(s->get(), v.source());
-      } else if (const auto *arr = v.as_array()) {
-        for (const auto &el : *arr) {
-          if (!el.is_string()) {
-            return input_error(where(display, el.source()) + ": include entries must be strings");
-          }
-          includes.emplace_back(*el.value<std::string>(), el.source());
-        }
-      } else {
-        return input_error(at + ": include must be a string or an array of strings");
-      }
-    } else if (k == "nic") {
-      if (!v.is_table()) {
-        return input_error(at + ": [nic] must be a table of [nic.\"GLOB\"] tables");
-      }
-    } else if (k == "sched") {
-      // [[sched.rule]] tables: validated in pass 3 (sched_rules.cpp).
-    } else if (k == "cpu" || k == "block" || k == "boot") {
-      if (!v.is_table()) {
-        return input_error(at + ": [" + std::string(k.str()) + "] must be a table" +
-                           (k == "block" ? " of [block.\"GLOB\"] tables" : ""));
-      }
-    } else if (k == "modules") {
-      if (!v.is_array()) {
-        return input_error(at + ": modules must be an array of module names or { name = ..., required = ... }");
-      }
-    } else if (k == "sysctl" || k == "sysfs") {
-      if (!v.is_table()) {
-        return input_error(at + ": [" + std::string(k.str()) + "] must be a table");
-      }
-    } else {
-      return input_error(at + ": unknown key '" + std::string(k.str()) +
-                         "' (expected description, include, modules, [sysctl], [sysfs], [cpu], [block.\"GLOB\"], "
-                         "[nic.\"GLOB\"], [[sched.rule]], [boot])");
-    }
-  }
-  return includes;
 }
 
 Status check_include(const std::vector<std::string> &stack, const std::string &id, const std::string &at) {
@@ -630,110 +585,21 @@ void merge_knobs(std::vector<KnobEntry> entries, Profile &out) {
   }
 }
 
-bool valid_module_name(std::string_view name) {
-  return !name.empty() && name.size() < 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
-  });
-}
-
-// modules = ["tcp_bbr", { name = "nvidia_peermem", required = true }]: each
-// name as modprobe takes it; a later file's entry for the same name replaces
-// the earlier one in place.
-Status merge_modules(const toml::array &arr, const std::string &display, Profile &out) {
-  for (const auto &el : arr) {
-    const std::string at = where(display, el.source());
-    KernelModule m{{}, false, at};
-    if (const auto *s = el.as_string()) {
-      m.name = s->get();
-    } else if (const auto *t = el.as_table()) {
-      for (const auto &[fk, fv] : *t) {
-        if (fk == "name" && fv.is_string()) {
-          m.name = *fv.value<std::string>();
-        } else if (fk == "required" && fv.is_boolean()) {
-          m.required = *fv.value<bool>();
-        } else {
-          return input_error(at + ": modules: '" + std::string(fk.str()) +
-                             "' (expected name = \"...\" and required = true|false)");
-        }
-      }
-    } else {
-      return input_error(at + ": modules entries must be names or { name = ..., required = ... }");
-    }
-    if (!valid_module_name(m.name)) {
-      return input_error(at + ": modules: invalid module name '" + m.name + "' (1-63 of [A-Za-z0-9_-])");
-    }
-    const auto it =
-        std::find_if(out.modules.begin(), out.modules.end(), [&](const KernelModule &o) { return o.name == m.name; });
-    if (it != out.modules.end()) {
-      *it = m;
-    } else {
-      out.modules.push_back(m);
-    }
-  }
-  return {};
-}
-
-Status merge_sections(const toml::table &doc, const std::string &display, Profile &out) {
-  if (const auto *mods = doc["modules"].as_array()) {
-    if (auto st = merge_modules(*mods, display, out); !st) {
-      return st;
-    }
-  }
-  if (const auto *boot = doc["boot"].as_table()) {
-    BootSettings b{"feeder", where(display, boot->source())};
-    for (const auto &[k, v] : *boot) {
-      const std::string at = where(display, k.source());
-      if (k != "isolate") {
-        return input_error(at + ": [boot] unknown key '" + std::string(k.str()) + "' (expected isolate)");
-      }
-      const auto *s = v.as_string();
-      if (s == nullptr || s->get().empty() || s->get().size() > 256) {
-        return input_error(at + ": [boot] isolate must be a cpulist, a plan role (feeder, feeder:N, workers) or "
-                                "\"none\"");
-      }
-      b.isolate = s->get();
-    }
-    out.boot = b;
-  }
-  if (const auto *cpu = doc["cpu"].as_table()) {
-    if (auto st = parse_cpu_table(*cpu, display, out.cpu); !st) {
-      return st;
-    }
-  }
-  if (const auto *block = doc["block"].as_table()) {
-    if (auto st = parse_block_tables(*block, display, out.block); !st) {
-      return st;
-    }
-  }
-  if (const auto *nic = doc["nic"].as_table()) {
-    if (auto st = parse_nic_table(*nic, display, out.nic); !st) {
-      return st;
-    }
-  }
-  if (const auto *sched = doc.get("sched")) {
-    if (auto st = sched_rules_merge(*sched, display, out.sched_rules); !st) {
-      return st;
-    }
-  }
-  if (const auto desc = doc["description"].value<std::string>()) {
-    out.description = *desc;
-  }
-  return {};
-}
-
 } // namespace detail
 
 namespace {
 
-// enable_profile_cache(): parsed documents by display name and text. Bounded
-// by the profiles of the node (a few dozen small files); a new text of the
-// same name replaces the old.
-bool g_profile_cache = false;
-std::map<std::string, std::pair<std::string, std::shared_ptr<const toml::table>>, std::less<>> g_parsed;
+// Parsed documents by display name and text: a slot of the current Caches
+// (mltune/caches.hpp).  Bounded by the profiles of the node (a few dozen
+// small files); a new text of the same name replaces the old.
+struct ParsedProfiles {
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const toml::table>>, std::less<>> docs;
+};
 
 Result<std::shared_ptr<const toml::table>> parsed(const std::string &text, const std::string &display) {
-  if (g_profile_cache) {
-    if (auto it = g_parsed.find(display); it != g_parsed.end() && it->second.first == text) {
+  ParsedProfiles *cache = Caches::current() != nullptr ? &Caches::current()->slot<ParsedProfiles>() : nullptr;
+  if (cache != nullptr) {
+    if (auto it = cache->docs.find(display); it != cache->docs.end() && it->second.first == text) {
       return it->second.second;
     }
   }
@@ -742,17 +608,13 @@ Result<std::shared_ptr<const toml::table>> parsed(const std::string &text, const
     return doc.error();
   }
   auto p = std::make_shared<const toml::table>(std::move(*doc));
-  if (g_profile_cache) {
-    g_parsed[display] = {text, p};
+  if (cache != nullptr) {
+    cache->docs[display] = {text, p};
   }
   return p;
 }
 
 } // namespace
-
-void enable_profile_cache() {
-  g_profile_cache = true;
-}
 
 Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std::string> &stack) const {
   using namespace detail;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +41,30 @@ Result<std::string> read_profile_fd(const UniqueFd &fd, const std::filesystem::p
 // The TOML document of a profile: ASCII only, parse errors as display:line:column.
 Result<toml::table> parse_profile_text(const std::string &text, const std::string &display);
 
+// "t.toml:12": a file and the line a key or value starts on, for errors.
+std::string where(const std::string &display, const toml::source_region &r);
+
+// One top-level table of the profile format (profile/sections.cpp): its
+// key, how errors name it, the TOML type it must have (none: its parser
+// checks), and the parser that merges it into a Profile (null for the
+// knobs, which pass 3 reads first).
+struct ProfileSection {
+  std::string_view key;        // "hugepages"
+  std::string_view name;       // "[hugepages]"
+  toml::node_type type;        // table, array or none
+  std::string_view wrong_type; // "[hugepages] must be a table"
+  Status (*merge)(const toml::node &v, const std::string &display, Profile &out);
+};
+
+// The registry, in merge order: every top-level key besides description and
+// include.
+std::span<const ProfileSection> profile_sections();
+
+// A [hugepages] table ("SIZE" = { NODE = PAGES, ... }) merged into `out`:
+// a later value for a size and node replaces the earlier one.  Profiles and
+// the node configuration read it alike.
+Status merge_hugepages(const toml::table &t, const std::string &display, std::vector<HugePageSetting> &out);
+
 // Pass 1: the top-level keys are known and of the right type; the includes, in order.
 Result<std::vector<IncludeRef>> check_top_level(const toml::table &doc, const std::string &display);
 
@@ -62,7 +87,14 @@ bool valid_module_name(std::string_view name);
 // modules = [...] into `out` (a later entry for a name replaces it in place).
 Status merge_modules(const toml::array &arr, const std::string &display, Profile &out);
 
-// modules, [nic], [sched] and description into `out`.
+// [cpu] of one file: each key replaces an earlier file's in place
+// (profile/device_tables.cpp).
+Status parse_cpu_table(const toml::table &cpu, const std::string &display, std::vector<DeviceSetting> &out);
+// [block."GLOB"] tables of one file, in file order, appended.
+Status parse_block_tables(const toml::table &block, const std::string &display, std::vector<BlockRule> &out);
+
+// Every registered section of `doc` but the knobs, in registry order, and
+// the description, into `out`.
 Status merge_sections(const toml::table &doc, const std::string &display, Profile &out);
 
 } // namespace mltune::detail

@@ -128,17 +128,12 @@ public:
   }
 };
 
-IndexNames g_names; // the process's one; set by mltunectl serve's thread only
-
 } // namespace
 
-void install_thread_index(ThreadIndex *index) {
-  g_names.index = index;
-  proc::install_task_name_source(index != nullptr ? &g_names : nullptr);
-}
-
-ThreadIndex *installed_thread_index() {
-  return g_names.index;
+void install_thread_index(Caches &caches, ThreadIndex *index) {
+  auto &names = caches.slot<IndexNames>();
+  names.index = index;
+  proc::install_task_name_source(caches, index != nullptr ? &names : nullptr);
 }
 
 } // namespace mltune

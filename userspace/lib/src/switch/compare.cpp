@@ -88,6 +88,9 @@ std::vector<ProfileSetting> profile_settings(const Profile &p) {
     what += r.fallback ? ", fallback " + r.fallback->describe() : "";
     out.push_back({"sched", r.name, what, r.origin});
   }
+  for (const auto &h : p.hugepages) {
+    out.push_back({"hugepages", h.key(), std::to_string(h.pages), h.origin});
+  }
   return out;
 }
 
