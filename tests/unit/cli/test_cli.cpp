@@ -388,6 +388,10 @@ TEST_F(Cli, ProfileSwitchedByPathIsTrackedThroughAChangeOfItsFile) {
   auto v = run({"verify", "gpunode"});
   EXPECT_EQ(v.rc, 1);
   EXPECT_NE(v.err.find("was switched from " + f + ", which has changed since"), std::string::npos) << v.err;
+  // conformance gives the reason, not an empty one.
+  const auto c = run({"conformance"});
+  EXPECT_NE(c.err.find("the node is not in line with 'gpunode' (profile 'gpunode': "), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("has changed since"), std::string::npos) << c.err;
   // Gone: the same, named.
   std::filesystem::remove(f);
   a = state();

@@ -186,7 +186,17 @@ bool NodeStatus::in_line() const {
 }
 
 std::string NodeStatus::out_of_line() const {
+  if (profile.empty()) {
+    return "no profile active";
+  }
   std::string out;
+  if (fingerprint.empty()) {
+    // The profile could not be checked: its domains say why, alike
+    // ("profile 'gpunode': ... has changed since: switch to it again").
+    const auto u =
+        std::find_if(domains.begin(), domains.end(), [](const DomainState &d) { return d.state == "unchecked"; });
+    out = u != domains.end() ? u->detail : "profile '" + profile + "' could not be checked";
+  }
   for (const auto &d : domains) {
     if (out_of_line_state(d)) {
       out += (out.empty() ? "" : ", ") + d.domain + " " + d.state;
