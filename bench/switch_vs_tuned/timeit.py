@@ -5,6 +5,12 @@
 # children (CPU time is what stays meaningful on a loaded host), plus the CPU
 # time process PID spent meanwhile when one is given (the resident switcher,
 # which does a served command's work: /proc/PID/schedstat).
+#
+# A run that fails is not timed: any exit status other than 0 (or one listed
+# in $TIMEIT_OK, e.g. "0 1" for mltunectl audit, whose 1 is "found
+# something") stops the bench with the command's output, so a failed switch
+# is never reported as a fast one.
+import os
 import resource
 import statistics
 import subprocess
@@ -25,6 +31,7 @@ def other_cpu_ms():
         return int(f.read().split()[0]) / 1e6
 
 
+ok = {int(c) for c in os.environ.get("TIMEIT_OK", "0").split()}
 times = []
 cpus = []
 for _ in range(repeats):
@@ -33,11 +40,12 @@ for _ in range(repeats):
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     o0 = other_cpu_ms()
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     times.append((time.perf_counter() - t0) * 1000.0)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     o1 = other_cpu_ms()
     cpus.append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000.0 + (o1 - o0))
-    if r.returncode not in (0, 1):
-        sys.exit(f"{cmd[0]} exited {r.returncode}")
+    if r.returncode not in ok:
+        err = r.stderr.decode(errors="replace").strip()[-400:]
+        sys.exit(f"timeit: {' '.join(cmd)} exited {r.returncode} (not timed): {err}")
 print(f"{statistics.median(times):.2f} {statistics.median(cpus):.2f}")
