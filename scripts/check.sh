@@ -358,7 +358,7 @@ if [ "$vm_only" = 0 ]; then
 	note "---- lint"
 	stage checkpatch make -s checkpatch
 	stage sparse make -s sparse
-	# clang-format, and clang-tidy-16 over build/userspace's compile commands
+	# clang-format, and clang-tidy-22 over build/userspace's compile commands
 	[ -x scripts/lint-userspace.sh ] && stage lint-userspace scripts/lint-userspace.sh --tidy build/userspace
 
 	if [ -f CMakeLists.txt ]; then

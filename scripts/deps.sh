@@ -15,7 +15,7 @@ BASE_PKGS=(
 	libgtest-dev libgmock-dev googletest
 	liburing-dev libnuma-dev numactl stress-ng
 	linux-source-6.12
-	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy-16
+	clang-16 llvm-16 libclang-rt-16-dev clang-format clang-tidy-22
 	ethtool iproute2 procps util-linux tuned jq strace rsync
 	debhelper dh-dkms dpkg-dev fakeroot lintian qemu-utils e2fsprogs
 	linux-perf prometheus

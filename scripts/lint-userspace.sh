@@ -1,9 +1,10 @@
 #!/bin/bash
-# clang-format check and clang-tidy-16 over the C++ user space.
+# clang-format check and clang-tidy over the C++ user space.
 #   scripts/lint-userspace.sh [--tidy] [BUILD_DIR]
-# Both run in make check (scripts/check.sh); --tidy adds clang-tidy-16
-# with .clang-tidy over BUILD_DIR's compile_commands.json (default
-# build/userspace): 'make lint-tidy'.
+# Both run in make check (scripts/check.sh); --tidy adds clang-tidy-22
+# (bookworm-security; $CLANG_TIDY names another) with .clang-tidy over
+# BUILD_DIR's compile_commands.json (default build/userspace):
+# 'make lint-tidy'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tidy=0
@@ -16,6 +17,8 @@ echo "clang-format: clean (${#files[@]} files)"
 [ "$tidy" = 1 ] || exit 0
 [ -f "$build/compile_commands.json" ] || { echo "lint: configure $build first" >&2; exit 2; }
 mapfile -t tus < <(printf '%s\n' "${files[@]}" | grep -E '\.cpp$' | grep -v '^tests/fuzz/')
+tidy_bin=${CLANG_TIDY:-clang-tidy-22}
+command -v "$tidy_bin" >/dev/null || { echo "lint: $tidy_bin not found: run 'make deps'" >&2; exit 2; }
 
 # A translation unit that passed before with the same text, the same
 # compile command, the same files it includes (ninja's dependency log:
@@ -26,7 +29,7 @@ mapfile -t tus < <(printf '%s\n' "${files[@]}" | grep -E '\.cpp$' | grep -v '^te
 cache=${MLTUNE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mltune}/clang-tidy
 mkdir -p "$cache"
 common=$({
-	clang-tidy-16 --version
+	"$tidy_bin" --version
 	git hash-object .clang-tidy
 } | sha256sum | cut -c1-64)
 todo=() keys=()
@@ -35,7 +38,7 @@ while read -r k tu; do
 	todo+=("$tu"); keys+=("$k")
 done < <(scripts/tidy-keys.py "$build" "$common" "${tus[@]}")
 if [ ${#todo[@]} = 0 ]; then
-	echo "clang-tidy-16: clean (${#tus[@]} files, all unchanged since their last clean check)"
+	echo "$tidy_bin: clean (${#tus[@]} files, all unchanged since their last clean check)"
 	exit 0
 fi
 # Each unit on its own, nproc at a time: a unit that passes is cached at
@@ -43,9 +46,9 @@ fi
 logdir=$build/clang-tidy.d
 rm -rf "$logdir" && mkdir -p "$logdir"
 for i in "${!todo[@]}"; do printf '%s %s\n' "${keys[$i]}" "${todo[$i]}"; done |
-	LOGDIR=$logdir CACHE=$cache BUILD=$build xargs -P "$(nproc)" -L 1 sh -c '
+	LOGDIR=$logdir CACHE=$cache BUILD=$build TIDY=$tidy_bin xargs -P "$(nproc)" -L 1 sh -c '
 		log=$LOGDIR/$(printf "%s" "$1" | tr / _).log
-		if clang-tidy-16 --quiet -p "$BUILD" "$1" >"$log" 2>&1; then
+		if "$TIDY" --quiet -p "$BUILD" "$1" >"$log" 2>&1; then
 			: >"$CACHE/$0"
 		else
 			printf "%s\n" "$1" >>"$LOGDIR/failed"
@@ -54,8 +57,8 @@ cat "$logdir"/*.log >"$build/clang-tidy.log" 2>/dev/null
 if [ -s "$logdir/failed" ]; then
 	# The findings only (with the source line and caret), last, where a
 	# log tail shows them; every unit's output is in clang-tidy.log.
-	echo "clang-tidy-16: findings in $(wc -l <"$logdir/failed") of ${#todo[@]} files (full log: $build/clang-tidy.log):"
+	echo "$tidy_bin: findings in $(wc -l <"$logdir/failed") of ${#todo[@]} files (full log: $build/clang-tidy.log):"
 	grep -A2 -E '^[^ ]+:[0-9]+:[0-9]+: (error|warning):' "$build/clang-tidy.log" | grep -v '^--$' || cat "$build/clang-tidy.log"
 	exit 1
 fi
-echo "clang-tidy-16: clean (${#todo[@]} files checked, $(( ${#tus[@]} - ${#todo[@]} )) unchanged since their last clean check)"
+echo "$tidy_bin: clean (${#todo[@]} files checked, $(( ${#tus[@]} - ${#todo[@]} )) unchanged since their last clean check)"

@@ -13,6 +13,7 @@
 // mapping keeps the pages, and the pool then writes them off ("orphaned").
 //
 // Built only where cuda_runtime.h and libcudart exist (examples/CMakeLists.txt).
+#include "mltune/parse.hpp"
 #include "mltune/pool.hpp"
 
 #include <cuda_runtime.h>
@@ -33,7 +34,7 @@ int gpu_numa_node(int gpu) {
     return 0;
   }
   std::string id(bus);
-  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::ranges::transform(id, id.begin(), [](unsigned char c) { return std::tolower(c); });
   std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
   int node = -1;
   f >> node;
@@ -51,8 +52,14 @@ bool check(cudaError_t e, const char *what) {
 } // namespace
 
 int main(int argc, char **argv) {
-  const int gpu = argc > 1 ? std::atoi(argv[1]) : 0;
-  const std::size_t bytes = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 256) << 20;
+  const auto gpu_arg = argc > 1 ? mltune::parse_int<int>(argv[1]) : std::optional<int>(0);
+  const auto mib_arg = argc > 2 ? mltune::parse_int<std::size_t>(argv[2]) : std::optional<std::size_t>(256);
+  if (!gpu_arg || *gpu_arg < 0 || !mib_arg || *mib_arg == 0) {
+    std::fprintf(stderr, "usage: pool_cuda_host_register [GPU (default 0)] [MIB (default 256)]\n");
+    return 2;
+  }
+  const int gpu = *gpu_arg;
+  const std::size_t bytes = *mib_arg << 20;
   if (!check(cudaSetDevice(gpu), "cudaSetDevice")) {
     return 1;
   }

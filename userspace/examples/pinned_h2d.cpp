@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -33,6 +34,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #ifndef MAP_HUGE_2MB
@@ -42,6 +44,12 @@
 namespace {
 
 constexpr std::size_t k_huge = 2UL << 20;
+
+// A whole decimal (or, with base 16, hex) number and nothing else.
+template <class T> bool number(std::string_view s, T &out, int base = 10) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return ec == std::errc() && end == s.data() + s.size() && !s.empty();
+}
 
 struct Options {
   int gpu = 0;
@@ -63,7 +71,7 @@ double median(std::vector<double> v) {
   if (v.empty()) {
     return 0;
   }
-  std::sort(v.begin(), v.end());
+  std::ranges::sort(v);
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
@@ -122,15 +130,24 @@ public:
     std::string line;
     bool ours = false;
     while (std::getline(smaps, line)) {
-      unsigned long lo = 0;
-      unsigned long hi = 0;
-      // A mapping's header line ("lo-hi perms ..."): no field line parses as two hex numbers.
-      if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {
+      const std::string_view l = line;
+      // A mapping's header line ("lo-hi perms ..."): no field line starts with two hex numbers.
+      const auto dash = l.find('-');
+      const auto space = l.find(' ');
+      std::uintptr_t lo = 0;
+      std::uintptr_t hi = 0;
+      if (dash < space && space != std::string_view::npos && number(l.substr(0, dash), lo, 16) &&
+          number(l.substr(dash + 1, space - dash - 1), hi, 16)) {
         ours = lo <= reinterpret_cast<std::uintptr_t>(map_) && reinterpret_cast<std::uintptr_t>(map_) < hi;
       }
-      unsigned long kb = 0;
-      if (ours && std::sscanf(line.c_str(), "AnonHugePages: %lu kB", &kb) == 1) {
-        return static_cast<double>(kb) * 1024 / static_cast<double>(bytes_);
+      constexpr std::string_view field = "AnonHugePages:";
+      if (ours && l.starts_with(field) && l.ends_with(" kB")) {
+        std::string_view v = l.substr(field.size(), l.size() - field.size() - 3);
+        v.remove_prefix(std::min(v.find_first_not_of(' '), v.size()));
+        unsigned long kb = 0;
+        if (number(v, kb)) {
+          return static_cast<double>(kb) * 1024 / static_cast<double>(bytes_);
+        }
       }
     }
     return 0;
@@ -193,7 +210,7 @@ Result measure(const std::string &kind, const Options &o, void *dev, cudaStream_
   Result r;
   r.kind = kind;
   const std::size_t bytes = o.mib << 20;
-  const bool registered = kind.rfind("pinned", 0) == 0;
+  const bool registered = kind.starts_with("pinned");
   cudaEvent_t t0 = nullptr;
   cudaEvent_t t1 = nullptr;
   cudaEventCreate(&t0);
@@ -243,13 +260,21 @@ bool parse(int argc, char **argv, Options &o) {
       return false;
     }
     if (a == "--gpu") {
-      o.gpu = std::atoi(v);
+      if (!number(v, o.gpu)) {
+        return false;
+      }
     } else if (a == "--size") {
-      o.mib = std::strtoull(v, nullptr, 10);
+      if (!number(v, o.mib)) {
+        return false;
+      }
     } else if (a == "--repeats") {
-      o.repeats = std::atoi(v);
+      if (!number(v, o.repeats)) {
+        return false;
+      }
     } else if (a == "--copies") {
-      o.copies = std::atoi(v);
+      if (!number(v, o.copies)) {
+        return false;
+      }
     } else if (a == "--json") {
       o.json = v;
     } else {

@@ -116,8 +116,8 @@ void run_metrics(Context &ctx, const std::string &output) {
   // The pool without the module, the feeder state unreadable: left out.
   auto pool = pool_status(ctx.root());
   auto feeder = feeder_recorded(ctx.root());
-  for (auto &f : resource_metrics(pool ? std::optional<PoolStatus>(std::move(*pool)) : std::nullopt,
-                                  feeder ? *feeder : FeederState{})) {
+  for (auto &f :
+       resource_metrics(pool ? std::optional<PoolStatus>(*pool) : std::nullopt, feeder ? *feeder : FeederState{})) {
     families.push_back(std::move(f));
   }
   if (!output.empty()) {

@@ -91,7 +91,7 @@ Result<NodeConfig> build(Context &ctx, const PersistArgs &a) {
       }
       cfg.pool.emplace_back(*node, *pages);
     }
-    std::sort(cfg.pool.begin(), cfg.pool.end());
+    std::ranges::sort(cfg.pool);
   }
   if (!a.user_quota.empty()) {
     auto pages = parse_pool_size(a.user_quota);

@@ -233,16 +233,16 @@ void run_watch(Context &ctx, const SchedArgs &args) {
     if (json) {
       auto j = sched_action_json(a);
       j["time"] = mono_stamp();
-      out << j.dump() << std::endl;
+      out << j.dump() << '\n';
     } else {
-      out << mono_stamp() << " " << action_line(a) << std::endl;
+      out << mono_stamp() << " " << action_line(a) << '\n';
     }
   };
   wo.log = [&out, json](const std::string &s) {
     if (json) {
-      out << nlohmann::json{{"time", mono_stamp()}, {"log", s}}.dump() << std::endl;
+      out << nlohmann::json{{"time", mono_stamp()}, {"log", s}}.dump() << '\n';
     } else {
-      out << mono_stamp() << " " << s << std::endl;
+      out << mono_stamp() << " " << s << '\n';
     }
   };
   const double dur = args.duration;

@@ -154,11 +154,11 @@ void run_topology(Context &ctx) {
   }
   std::vector<std::string> bridges;
   for (const auto &n : t->pci) {
-    if (std::find(bridges.begin(), bridges.end(), n.host_bridge) == bridges.end()) {
+    if (std::ranges::find(bridges, n.host_bridge) == bridges.end()) {
       bridges.push_back(n.host_bridge);
     }
   }
-  std::sort(bridges.begin(), bridges.end());
+  std::ranges::sort(bridges);
   if (!bridges.empty()) {
     o << "PCIe tree (GPUs, NICs, NVMe and the ports above them):\n";
   }

@@ -359,7 +359,7 @@ TEST(NvidiaDriver, NvidiaSmiRunsTwiceSideBySide) {
   }
   EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string &l) { return l.starts_with("--query"); }), 2)
       << "nvidia-smi runs";
-  EXPECT_NE(std::find(lines.begin(), lines.end(), "overlapped"), lines.end()) << "the two queries did not overlap";
+  EXPECT_NE(std::ranges::find(lines, "overlapped"), lines.end()) << "the two queries did not overlap";
   std::filesystem::remove_all(dir);
 }
 

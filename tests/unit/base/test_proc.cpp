@@ -57,7 +57,7 @@ TEST(ProcTaskNames, ScansEveryThreadByPidAndTid) {
 TEST(ProcTaskNames, FindsThisThreadOnTheLiveNode) {
   const auto t = proc::task_names(Sysroot("/"));
   const int me = static_cast<int>(::getpid());
-  EXPECT_TRUE(std::any_of(t.begin(), t.end(), [&](const proc::TaskName &n) { return n.pid == me && n.tid == me; }));
+  EXPECT_TRUE(std::ranges::any_of(t, [&](const proc::TaskName &n) { return n.pid == me && n.tid == me; }));
 }
 
 TEST(ProcStat, ShortOrMalformedLines) {

@@ -25,9 +25,11 @@ Out run(const std::filesystem::path &root, std::vector<std::string> args) {
   return {rc, o.str(), e.str()};
 }
 
-const std::string k_guest_fragment = "isolcpus=managed_irq,domain,6-7 nohz_full=6-7 rcu_nocbs=6-7 "
-                                     "irqaffinity=0-1,4-5 skew_tick=1 nosoftlockup transparent_hugepage=madvise "
-                                     "numa_balancing=disable";
+std::string guest_fragment() {
+  return "isolcpus=managed_irq,domain,6-7 nohz_full=6-7 rcu_nocbs=6-7 "
+         "irqaffinity=0-1,4-5 skew_tick=1 nosoftlockup transparent_hugepage=madvise "
+         "numa_balancing=disable";
+}
 
 } // namespace
 
@@ -35,10 +37,10 @@ TEST(Boot, ShowForTrainingOnTheGuestLayout) {
   const auto root = mltune::test::fixture_dir("guest-q35");
   auto r = run(root, {"boot", "show", "--profile", "training"});
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(r.out, k_guest_fragment + "\n");
+  EXPECT_EQ(r.out, guest_fragment() + "\n");
   r = run(root, {"--json", "boot", "show", "--profile", "training"});
   auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["fragment"], k_guest_fragment);
+  EXPECT_EQ(j["fragment"], guest_fragment());
   EXPECT_EQ(j["params"][0]["key"], "isolcpus");
   EXPECT_FALSE(j["params"][0]["reason"].get<std::string>().empty());
 }
@@ -119,14 +121,14 @@ TEST(Boot, ApplyAndRemoveTheGrubDropin) {
   auto r = run(f.dir(), {"--dry-run", "boot", "apply", "--profile", "training"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_FALSE(f.root().exists(k_grub_dropin));
-  EXPECT_NE(r.out.find("GRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT} " + k_guest_fragment + "\""),
+  EXPECT_NE(r.out.find("GRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT} " + guest_fragment() + "\""),
             std::string::npos);
   r = run(f.dir(), {"boot", "apply", "--profile", "training"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("run 'update-grub'"), std::string::npos);
   EXPECT_NE(r.out.find("a reboot is pending"), std::string::npos);
   const std::string content = f.root().read(k_grub_dropin).value();
-  EXPECT_NE(content.find(k_guest_fragment), std::string::npos);
+  EXPECT_NE(content.find(guest_fragment()), std::string::npos);
   r = run(f.dir(), {"boot", "apply", "--profile", "training"});
   EXPECT_NE(r.out.find("unchanged"), std::string::npos);
   r = run(f.dir(), {"boot", "remove"});

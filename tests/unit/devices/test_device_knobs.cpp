@@ -94,7 +94,7 @@ TEST(DeviceKnobs, SwitchAndBaseline) {
   EXPECT_EQ(fake.get("/sys/devices/system/cpu/cpu0/cpuidle/state2/disable"), "1");
   EXPECT_EQ(fake.get("/sys/block/nvme0n1/queue/wbt_lat_usec"), "0");
   const auto st = compare(*node, fake.root());
-  EXPECT_TRUE(std::none_of(st.begin(), st.end(), [](const KnobStatus &s) { return s.counts(); }));
+  EXPECT_TRUE(std::ranges::none_of(st, [](const KnobStatus &s) { return s.counts(); }));
   ASSERT_TRUE(restore_baseline_direct(fake.root()));
   EXPECT_EQ(fake.snapshot(), before);
 }

@@ -59,8 +59,7 @@ TEST_F(HugePages, TheTableParsesAndALaterFileWins) {
   ASSERT_TRUE(p) << p.error().message;
   ASSERT_EQ(p->hugepages.size(), 3U);
   auto find = [](const Profile &pr, std::string_view key) {
-    const auto it = std::find_if(pr.hugepages.begin(), pr.hugepages.end(),
-                                 [&](const HugePageSetting &h) { return h.key() == key; });
+    const auto it = std::ranges::find_if(pr.hugepages, [&](const HugePageSetting &h) { return h.key() == key; });
     return it == pr.hugepages.end() ? HugePageSetting{} : *it;
   };
   EXPECT_EQ(find(*p, "node0 2M").pages, 1024U);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace mltune;
 using mltune::test::FakeSysroot;
 
@@ -219,13 +221,13 @@ TEST(Diff, TrainingVsInference) {
   const ProfileLoader loader;
   const auto d = diff_profiles(*loader.load("training"), *loader.load("inference"));
   auto has = [&](const std::string &key, const std::string &a, const std::string &b) {
-    return std::any_of(d.begin(), d.end(), [&](const auto &e) { return e.key == key && e.a == a && e.b == b; });
+    return std::ranges::any_of(d, [&](const auto &e) { return e.key == key && e.a == a && e.b == b; });
   };
   EXPECT_TRUE(has("vm.swappiness", "1", "0"));
   EXPECT_TRUE(has("net.core.busy_poll", "", "50"));
   // Every domain: NIC tables by GLOB and key, scheduler rules by name.
   EXPECT_TRUE(has("* coalesce.rx-usecs", "50", "0"));
-  EXPECT_TRUE(std::any_of(d.begin(), d.end(), [](const auto &e) {
+  EXPECT_TRUE(std::ranges::any_of(d, [](const auto &e) {
     return e.domain == "sched" && e.key == "nccl-progress" && e.a.find("deadline runtime=500us") != std::string::npos &&
            e.b.empty();
   }));

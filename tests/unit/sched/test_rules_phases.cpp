@@ -10,8 +10,8 @@ using namespace mltune::detail;
 
 namespace {
 
-const std::string k_display = "t.toml";
-const std::string k_ctx = "rule 'r'";
+constexpr const char *k_display = "t.toml";
+constexpr const char *k_ctx = "rule 'r'";
 
 template <class T> std::string error_of(const T &r) {
   return r.ok() ? std::string("(ok)") : r.error().message;

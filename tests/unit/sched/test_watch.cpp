@@ -7,6 +7,7 @@
 #include "mltune/profile.hpp"
 #include "mltune/sched.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <gtest/gtest.h>
@@ -89,7 +90,7 @@ protected:
   }
   Status run() { return sched_watch(sys, rules, opt, src); }
   [[nodiscard]] bool logged(const std::string &part) const {
-    return std::any_of(lines.begin(), lines.end(), [&](const std::string &l) { return l.find(part) != l.npos; });
+    return std::ranges::any_of(lines, [&](const std::string &l) { return l.find(part) != l.npos; });
   }
 
   FakeSysroot fake;

@@ -313,7 +313,7 @@ public:
     return s;
   }
   [[nodiscard]] bool any(std::string_view what) const {
-    return std::any_of(lines_.begin(), lines_.end(), [&](const auto &l) { return l.find(what) != std::string::npos; });
+    return std::ranges::any_of(lines_, [&](const auto &l) { return l.find(what) != std::string::npos; });
   }
 
 private:

@@ -4,6 +4,7 @@
 #include "mltune/compare.hpp"
 #include "mltune/switch.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <gtest/gtest.h>
 
@@ -14,7 +15,7 @@ namespace {
 
 bool matches(const Profile &p, const Sysroot &root) {
   const auto st = compare(p, root);
-  return std::none_of(st.begin(), st.end(), [](const KnobStatus &s) { return s.counts(); });
+  return std::ranges::none_of(st, [](const KnobStatus &s) { return s.counts(); });
 }
 
 class Switch : public ::testing::Test {
@@ -100,7 +101,7 @@ TEST_F(Switch, MissingOkKnobsAbsentAreSkipped) {
   EXPECT_TRUE(matches(training, root));
   const auto st = compare(training, root);
   const auto numa =
-      std::find_if(st.begin(), st.end(), [](const KnobStatus &s) { return s.knob->key == "kernel.numa_balancing"; });
+      std::ranges::find_if(st, [](const KnobStatus &s) { return s.knob->key == "kernel.numa_balancing"; });
   ASSERT_NE(numa, st.end());
   EXPECT_EQ(numa->state, KnobState::missing);
   EXPECT_FALSE(numa->counts());

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <string>
@@ -156,7 +157,7 @@ protected:
 
   bool matches(const Profile &p) const {
     const auto st = compare(p, root);
-    return std::none_of(st.begin(), st.end(), [](const KnobStatus &s) { return s.counts(); });
+    return std::ranges::none_of(st, [](const KnobStatus &s) { return s.counts(); });
   }
 };
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 
 using namespace mltune;
@@ -21,8 +22,7 @@ CpuPlan plan_of(std::string_view name, PlanOptions o = {}) {
 }
 
 bool any_reason(const CpuPlan &p, std::string_view needle) {
-  return std::any_of(p.reasons.begin(), p.reasons.end(),
-                     [&](const std::string &r) { return r.find(needle) != std::string::npos; });
+  return std::ranges::any_of(p.reasons, [&](const std::string &r) { return r.find(needle) != std::string::npos; });
 }
 
 } // namespace

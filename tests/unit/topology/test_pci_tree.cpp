@@ -3,6 +3,7 @@
 // fixtures (tests/fixtures/gen_fixtures.py) and on this process itself.
 #include "mltune/cpu_plan.hpp"
 #include "mltune/launch.hpp"
+#include "mltune/parse.hpp"
 #include "mltune/pci.hpp"
 #include "mltune/topology.hpp"
 
@@ -439,7 +440,7 @@ TEST(Exec, TheCommandStartsPlaced) {
   std::getline(lines, bound);
   EXPECT_EQ(cpus, "0");
   EXPECT_EQ(env, "yes");
-  EXPECT_GT(std::atoi(bound.c_str()), 0) << "no mapping with the bind:0 policy";
+  EXPECT_GT(parse_int<int>(bound).value_or(0), 0) << "no mapping with the bind:0 policy";
   // A command that cannot be found: the error keeps ENOENT (mltunectl exits 127).
   const auto missing = in_child([&] { return exec_launch(s, {"/nonexistent/cmd"}).error().sys_errno; });
   EXPECT_EQ(missing.first, ENOENT);

@@ -15,8 +15,7 @@ using mltune::test::FixtureCopy;
 namespace {
 
 bool any_warning(const Topology &t, std::string_view needle) {
-  return std::any_of(t.warnings.begin(), t.warnings.end(),
-                     [&](const std::string &w) { return w.find(needle) != std::string::npos; });
+  return std::ranges::any_of(t.warnings, [&](const std::string &w) { return w.find(needle) != std::string::npos; });
 }
 
 } // namespace

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace mltune;
 using namespace mltune::detail;
 using mltune::test::fixture;
@@ -24,8 +26,7 @@ Topology cpu_phases(const Sysroot &root, CpuInfoMap &cpus) {
 }
 
 bool any_warning(const Topology &t, std::string_view needle) {
-  return std::any_of(t.warnings.begin(), t.warnings.end(),
-                     [&](const std::string &w) { return w.find(needle) != std::string::npos; });
+  return std::ranges::any_of(t.warnings, [&](const std::string &w) { return w.find(needle) != std::string::npos; });
 }
 
 } // namespace
@@ -173,7 +174,7 @@ TEST(TopologyPhases, CoresCoverEveryCpuOnce) {
   unsigned cores = 0;
   for (const auto &s : t.sockets) {
     cores += s.cores;
-    EXPECT_TRUE(std::is_sorted(s.nodes.begin(), s.nodes.end()));
+    EXPECT_TRUE(std::ranges::is_sorted(s.nodes));
   }
   EXPECT_EQ(cores, t.cores.size());
   EXPECT_TRUE(t.smt());
@@ -213,7 +214,6 @@ TEST(TopologyPhases, HgxDevices) {
   EXPECT_EQ(t.nics.size(), 8U) << "lo has no device";
   EXPECT_EQ(t.nvme.size(), 2U);
   for (const auto &n : t.nics) {
-    EXPECT_TRUE(
-        std::is_sorted(n.irqs.begin(), n.irqs.end(), [](const auto &a, const auto &b) { return a.irq < b.irq; }));
+    EXPECT_TRUE(std::ranges::is_sorted(n.irqs, [](const auto &a, const auto &b) { return a.irq < b.irq; }));
   }
 }

@@ -87,7 +87,7 @@ constexpr bool is_decimal(std::string_view s) {
   if (!s.empty() && s.front() == '-') {
     s.remove_prefix(1);
   }
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() && std::ranges::all_of(s, [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // Compares two decimal integers of any length without overflow (the

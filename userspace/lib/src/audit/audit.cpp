@@ -98,8 +98,7 @@ void audit_cpu(const Sysroot &root, std::vector<Finding> &out) {
   // Without a cpufreq driver there is no policy, and no CPU has a governor
   // (a VM, most often): one directory read instead of a file per CPU.
   const auto policies = root.list_dir("/sys/devices/system/cpu/cpufreq");
-  const bool cpufreq =
-      std::any_of(policies.begin(), policies.end(), [](const auto &p) { return p.starts_with("policy"); });
+  const bool cpufreq = std::ranges::any_of(policies, [](const auto &p) { return p.starts_with("policy"); });
   // energy_perf_bias is on every online CPU or on none (the kernel adds it
   // where the CPU has the EPB feature): the first online CPU without it ends
   // the search.

@@ -353,7 +353,7 @@ PowerProfiles power_profiles(std::string_view text) {
     std::string name(w[1]);
     const auto colon = line.find(':');
     const bool active = line.substr(0, colon).find('*') != std::string_view::npos;
-    name.erase(std::remove_if(name.begin(), name.end(), [](char c) { return c == '*' || c == ':'; }), name.end());
+    std::erase_if(name, [](char c) { return c == '*' || c == ':'; });
     if (active) {
       p.active = name;
     }
@@ -419,7 +419,7 @@ void amd_findings(const Sysroot &root, const Topology &t, std::vector<Finding> &
 } // namespace
 
 void audit_gpu_driver(const Sysroot &root, const Topology &t, const AuditOptions &opt, std::vector<Finding> &out) {
-  const bool nvidia_gpus = std::any_of(t.gpus.begin(), t.gpus.end(), [](const Gpu &g) { return g.vendor == "NVIDIA"; });
+  const bool nvidia_gpus = std::ranges::any_of(t.gpus, [](const Gpu &g) { return g.vendor == "NVIDIA"; });
   std::string library = opt.nvml_library;
   if (library.empty()) {
     library = root.is_live() ? "libnvidia-ml.so.1" : "none";

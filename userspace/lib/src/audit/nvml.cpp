@@ -105,7 +105,7 @@ NvidiaGpu nvml_gpu(const Nvml &nv, nvmlDevice_t d) {
 std::string sysfs_pci_address(std::string_view bus_id) {
   bus_id = trim(bus_id);
   // [domain:]bus:device.function, the domain 4 or 8 hex digits.
-  if (bus_id.size() == 16 && bus_id.substr(0, 4) == "0000") {
+  if (bus_id.size() == 16 && bus_id.starts_with("0000")) {
     bus_id.remove_prefix(4);
   }
   if (bus_id.size() != 12 || bus_id[4] != ':' || bus_id[7] != ':' || bus_id[10] != '.') {

@@ -116,7 +116,7 @@ void audit_acs(const Topology &t, const std::vector<const PciNode *> &devs, std:
     for (const PciNode *up = t.pci_node(n->parent); up != nullptr; up = t.pci_node(up->parent)) {
       p.push_back(up->address);
     }
-    std::reverse(p.begin(), p.end());
+    std::ranges::reverse(p);
     return p;
   };
   std::map<std::string, std::set<std::string>> ports; // port -> devices whose P2P it redirects

@@ -88,19 +88,19 @@ FileLock::~FileLock() {
 
 void FileLock::pass_to_children() {
   if (fd_) {
-    const std::lock_guard<std::mutex> g(passed().mu);
+    const std::scoped_lock g(passed().mu);
     passed().fds.push_back(fd_.get());
   }
 }
 
 std::vector<int> FileLock::passed_to_children() {
-  const std::lock_guard<std::mutex> g(passed().mu);
+  const std::scoped_lock g(passed().mu);
   return passed().fds;
 }
 
 void FileLock::release() {
   if (fd_) {
-    const std::lock_guard<std::mutex> g(passed().mu);
+    const std::scoped_lock g(passed().mu);
     std::erase(passed().fds, fd_.get());
   }
   if (fd_ && remove_ && still_there(root_, abs_, fd_.get())) {

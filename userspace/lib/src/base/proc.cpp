@@ -38,13 +38,13 @@ std::optional<Stat> parse_stat(std::string_view text) {
 }
 
 const CounterRow *CounterTable::row(std::string_view label) const {
-  const auto it = std::find_if(rows.begin(), rows.end(), [&](const CounterRow &r) { return r.label == label; });
+  const auto it = std::ranges::find_if(rows, [&](const CounterRow &r) { return r.label == label; });
   return it == rows.end() ? nullptr : &*it;
 }
 
 std::optional<std::uint64_t> CounterTable::count(std::string_view label, unsigned cpu) const {
   const auto *r = row(label);
-  const auto col = std::find(cpus.begin(), cpus.end(), cpu);
+  const auto col = std::ranges::find(cpus, cpu);
   if (r == nullptr || col == cpus.end()) {
     return std::nullopt;
   }
@@ -101,7 +101,7 @@ std::vector<int> pids(const std::vector<std::string> &names) {
       out.push_back(*v);
     }
   }
-  std::sort(out.begin(), out.end());
+  std::ranges::sort(out);
   return out;
 }
 
@@ -115,7 +115,7 @@ std::vector<int> numeric_entries(int fd) {
       out.push_back(*v);
     }
   });
-  std::sort(out.begin(), out.end());
+  std::ranges::sort(out);
   return out;
 }
 

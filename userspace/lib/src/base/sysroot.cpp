@@ -502,7 +502,7 @@ Status Sysroot::write_value(std::string_view abs, std::string_view value) const 
       do {
         n = seq ? ::write(kfd, value.data(), value.size()) : ::pwrite(kfd, value.data(), value.size(), 0);
       } while (n < 0 && errno == EINTR);
-      if (n == static_cast<ssize_t>(value.size())) {
+      if (std::cmp_equal(n, value.size())) {
         return {};
       }
       if (n >= 0) {
@@ -779,7 +779,7 @@ std::vector<std::string> Sysroot::list_dir(std::string_view abs) const {
     return out;
   }
   detail::for_each_dirent(fd.get(), [&](std::string_view name) { out.emplace_back(name); });
-  std::sort(out.begin(), out.end());
+  std::ranges::sort(out);
   return out;
 }
 

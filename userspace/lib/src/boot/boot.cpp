@@ -29,7 +29,7 @@ CpuArg split_flags(std::string_view v) {
     }
     v.remove_prefix(comma + 1);
   }
-  std::sort(a.flags.begin(), a.flags.end());
+  std::ranges::sort(a.flags);
   a.list = std::string(v);
   return a;
 }
@@ -173,7 +173,7 @@ Result<std::vector<BootDiff>> verify_boot(const Sysroot &root, const std::vector
     CpuSet want;
     if (auto e = expected.find(key); e != expected.end()) {
       const CpuArg a = split_flags(e->second->value);
-      const bool domain = a.flags.empty() || std::find(a.flags.begin(), a.flags.end(), "domain") != a.flags.end();
+      const bool domain = a.flags.empty() || std::ranges::find(a.flags, "domain") != a.flags.end();
       if (auto l = parse_cpuset(a.list); l && (!need_domain || domain)) {
         want = *l;
       }

@@ -88,7 +88,7 @@ Status parse_pool(const toml::table &t, const std::string &display, NodeConfig &
       return input_error(w + ": unknown key 'pool." + std::string(k.str()) + "' (expected reserve, user_quota)");
     }
   }
-  std::sort(cfg.pool.begin(), cfg.pool.end());
+  std::ranges::sort(cfg.pool);
   return {};
 }
 
@@ -141,7 +141,7 @@ Status parse_modules(const toml::table &t, const std::string &display, NodeConfi
         return input_error(at(display, el.source()) + ": modules.allow: '" + (s ? s->get() : std::string("?")) +
                            "' is not a module name (1-63 of [A-Za-z0-9_-])");
       }
-      if (std::find(names.begin(), names.end(), s->get()) == names.end()) {
+      if (std::ranges::find(names, s->get()) == names.end()) {
         names.push_back(s->get());
       }
     }
@@ -266,7 +266,7 @@ std::string render_config(const NodeConfig &cfg) {
     s += "\n[hugepages]\n# Persistent hugetlbfs pages per NUMA node, by page size (over the profile's [hugepages]).\n";
     std::vector<const HugePageSetting *> sizes; // the first setting of each size
     for (const auto &h : cfg.hugepages) {
-      if (std::none_of(sizes.begin(), sizes.end(), [&](const auto *o) { return o->page_kib == h.page_kib; })) {
+      if (std::ranges::none_of(sizes, [&](const auto *o) { return o->page_kib == h.page_kib; })) {
         sizes.push_back(&h);
       }
     }

@@ -23,7 +23,7 @@ std::vector<std::string> cpu_dirs(const Sysroot &root) {
       }
     }
   }
-  std::sort(cpus.begin(), cpus.end());
+  std::ranges::sort(cpus);
   std::vector<std::string> out;
   out.reserve(cpus.size());
   for (auto &[n, e] : cpus) {
@@ -131,7 +131,7 @@ Result<DeviceKnobs> expand_device_settings(const Profile &profile, const Sysroot
   // A later setting for the same file (a more specific [block] table) wins.
   std::vector<Knob> unique;
   for (auto &k : out.knobs) {
-    const auto it = std::find_if(unique.begin(), unique.end(), [&](const Knob &o) { return o.key == k.key; });
+    const auto it = std::ranges::find_if(unique, [&](const Knob &o) { return o.key == k.key; });
     if (it != unique.end()) {
       *it = std::move(k);
     } else {

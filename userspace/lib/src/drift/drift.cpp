@@ -158,7 +158,7 @@ std::string describe(const DriftWrite &w) {
 }
 
 DriftLog::DriftLog(std::vector<DriftWrite> writes) : writes_(std::move(writes)) {
-  std::sort(writes_.begin(), writes_.end(), [](const DriftWrite &a, const DriftWrite &b) { return a.seq > b.seq; });
+  std::ranges::sort(writes_, [](const DriftWrite &a, const DriftWrite &b) { return a.seq > b.seq; });
 }
 
 std::optional<DriftWrite> DriftLog::last_write(std::string_view node_path) const {

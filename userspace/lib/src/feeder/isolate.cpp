@@ -106,7 +106,8 @@ Status make_partition(const Sysroot &root, FeederOs &os, FeederState &s) {
   s.cpuset_note.clear();
   s.partition_note = describe_partition(type, busy_note);
   if (!cgroup::is_valid(*prs, type)) {
-    const std::string got = *prs;
+    // Taken out of prs: set() below reads the partition again into it.
+    const std::string got = std::move(*prs);
     (void)cgroup::clear_partition(root, s.cgroup);
     // Some kernels (6.12) refuse every partition on isolcpus= CPUs.  When all
     // feeder CPUs are boot-isolated the boot isolation already keeps other
@@ -236,7 +237,7 @@ void restore_kthreads(FeederOs &os, FeederState &s) {
 constexpr int k_sched_deadline = 6;
 
 bool recorded(const FeederState &s, int tid) {
-  return std::any_of(s.threads.begin(), s.threads.end(), [&](const FeederThread &t) { return t.tid == tid; });
+  return std::ranges::any_of(s.threads, [&](const FeederThread &t) { return t.tid == tid; });
 }
 
 } // namespace
@@ -245,7 +246,7 @@ int contain(FeederOs &os, FeederState &s, const std::vector<FeederIntruder> &thr
   int moved = 0;
   for (const auto &t : threads) {
     if (t.policy == k_sched_deadline) {
-      if (std::find(s.dl_reported.begin(), s.dl_reported.end(), t.tid) == s.dl_reported.end()) {
+      if (std::ranges::find(s.dl_reported, t.tid) == s.dl_reported.end()) {
         s.dl_reported.push_back(t.tid);
         os.kmsg("feeder: SCHED_DEADLINE thread " + std::to_string(t.tid) + " (" + t.comm + ") may run on feeder CPUs " +
                 s.cpus.str() +

@@ -4,6 +4,7 @@
 #include "base/baseline.hpp"
 #include "mltune/parse.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -168,8 +169,7 @@ Status HugePageStep::write_counts(const std::vector<Count> &counts) {
     }
     if (!st) {
       for (size_t j = 0; j <= i; ++j) {
-        const auto back =
-            std::find_if(before_.begin(), before_.end(), [&](const Count &b) { return same_file(b, counts[j]); });
+        const auto back = std::ranges::find_if(before_, [&](const Count &b) { return same_file(b, counts[j]); });
         if (back != before_.end()) {
           (void)root_.write_value(hugepages_file(back->node, back->page_kib), std::to_string(back->pages));
         }
@@ -193,7 +193,7 @@ Status HugePageStep::apply() {
   std::vector<Count> found;
   found.reserve(changed_.size());
   for (const auto &c : changed_) {
-    found.push_back(*std::find_if(before_.begin(), before_.end(), [&](const Count &b) { return same_file(b, c); }));
+    found.push_back(*std::ranges::find_if(before_, [&](const Count &b) { return same_file(b, c); }));
   }
   auto added = record(root_, found);
   if (!added) {
@@ -222,7 +222,7 @@ Status HugePageStep::verify() {
 
 Status HugePageStep::rollback() {
   for (const auto &c : std::views::reverse(changed_)) {
-    const auto b = std::find_if(before_.begin(), before_.end(), [&](const Count &x) { return same_file(x, c); });
+    const auto b = std::ranges::find_if(before_, [&](const Count &x) { return same_file(x, c); });
     if (auto st = root_.write_value(hugepages_file(b->node, b->page_kib), std::to_string(b->pages)); !st) {
       return with_context(st.error(), "hugepages " + count_key(*b));
     }

@@ -77,7 +77,7 @@ std::vector<MetricFamily> node_metrics(const NodeStatus &status, std::string_vie
                      {}};
   for (const auto &d : status.domains) {
     std::vector<std::string_view> states(std::begin(k_states), std::end(k_states));
-    if (std::find(states.begin(), states.end(), d.state) == states.end()) {
+    if (std::ranges::find(states, d.state) == states.end()) {
       states.emplace_back(d.state);
     }
     for (const auto s : states) {

@@ -7,6 +7,7 @@
 #include "base/process.hpp"
 #include "mltune/config.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ namespace {
 // A module name as modprobe compares them: '-' and '_' are the same.
 std::string module_key(std::string_view name) {
   std::string k(name);
-  std::replace(k.begin(), k.end(), '-', '_');
+  std::ranges::replace(k, '-', '_');
   return k;
 }
 
@@ -129,7 +130,7 @@ private:
 
 bool ModuleAllowlist::allows(std::string_view name) const {
   const std::string key = module_key(name);
-  return std::any_of(names.begin(), names.end(), [&](const std::string &n) { return module_key(n) == key; });
+  return std::ranges::any_of(names, [&](const std::string &n) { return module_key(n) == key; });
 }
 
 std::string ModuleAllowlist::listed() const {
@@ -150,7 +151,7 @@ const std::vector<std::string> &default_module_allowlist() {
         continue; // a built-in that does not load fails its own unit test
       }
       for (const auto &m : p->modules) {
-        if (std::find(out.begin(), out.end(), m.name) == out.end()) {
+        if (std::ranges::find(out, m.name) == out.end()) {
           out.push_back(m.name);
         }
       }
@@ -305,9 +306,8 @@ Status ModuleStep::apply() {
   // A module that did not load is not one mltune loaded: `off` must not
   // count it as unloaded.
   if (!not_loaded.empty()) {
-    std::erase_if(b->modules, [&](const std::string &n) {
-      return std::find(not_loaded.begin(), not_loaded.end(), n) != not_loaded.end();
-    });
+    std::erase_if(b->modules,
+                  [&](const std::string &n) { return std::ranges::find(not_loaded, n) != not_loaded.end(); });
     if (auto st = save_record(root_, *b); !st && failed) {
       return st;
     }
@@ -425,7 +425,7 @@ DomainState ModuleStep::off(bool dry_run) {
   std::vector<std::string> by_us;
   std::vector<std::string> gone;
   for (const auto &n : recorded_) {
-    (std::find(unloaded_.begin(), unloaded_.end(), n) != unloaded_.end() ? by_us : gone).push_back(n);
+    (std::ranges::find(unloaded_, n) != unloaded_.end() ? by_us : gone).push_back(n);
   }
   if (by_us.empty()) {
     return {"modules", "restored", joined(gone) + ": no longer loaded"};

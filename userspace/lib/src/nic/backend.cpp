@@ -248,8 +248,7 @@ public:
 
 private:
   static const EthtoolGroup *group_of(std::string_view group) {
-    const auto *it =
-        std::find_if(std::begin(k_groups), std::end(k_groups), [&](const EthtoolGroup &g) { return group == g.group; });
+    const auto *it = std::ranges::find_if(k_groups, [&](const EthtoolGroup &g) { return group == g.group; });
     return it == std::end(k_groups) ? nullptr : it;
   }
 
@@ -307,7 +306,7 @@ private:
         irqs.push_back(*n);
       }
     }
-    std::sort(irqs.begin(), irqs.end());
+    std::ranges::sort(irqs);
     d.irqs = irqs;
   }
 
@@ -445,7 +444,7 @@ private:
       if (!n) {
         return input_error(ifname + ": " + k + ": invalid value '" + v + "'");
       }
-      (k == "link.mtu" ? mtu : txqlen) = *n;
+      (k == "link.mtu" ? mtu : txqlen) = n;
     }
     if (auto st = nl_->link_set(ifname, mtu, txqlen); !st) {
       if (st.error().sys_errno == 0) {
@@ -467,14 +466,13 @@ private:
     for (const auto &[k, v] : values) {
       Result<NlAttr> a = input_error(ifname + ": unknown setting " + k);
       if (g != nullptr) {
-        const auto it = std::find_if(g->attrs.begin(), g->attrs.end(), [&](const U32Attr &x) { return k == x.key; });
+        const auto it = std::ranges::find_if(g->attrs, [&](const U32Attr &x) { return k == x.key; });
         if (it != g->attrs.end()) {
           a = attr_value(it->attr, g->is_u8, ifname, k, v);
         }
       } else {
         const std::string name = k.substr(9);
-        const auto *it =
-            std::find_if(std::begin(k_coal), std::end(k_coal), [&](const CoalAttr &x) { return name == x.name; });
+        const auto *it = std::ranges::find_if(k_coal, [&](const CoalAttr &x) { return name == x.name; });
         if (it != std::end(k_coal)) {
           a = attr_value(it->attr, it->is_u8, ifname, k, v);
         }

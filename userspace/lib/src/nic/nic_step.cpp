@@ -200,7 +200,7 @@ std::string NicStep::summary() const {
   }
   std::vector<std::string> devs;
   for (const auto &c : applied_->applied) {
-    if (!c.ifname.empty() && std::find(devs.begin(), devs.end(), c.ifname) == devs.end()) {
+    if (!c.ifname.empty() && std::ranges::find(devs, c.ifname) == devs.end()) {
       devs.push_back(c.ifname);
     }
   }

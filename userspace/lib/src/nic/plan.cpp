@@ -85,7 +85,7 @@ bool is_bool_word(std::string_view v) {
 }
 
 bool valid_feature_name(std::string_view n) {
-  return !n.empty() && n.size() <= 64 && std::all_of(n.begin(), n.end(), [](char c) {
+  return !n.empty() && n.size() <= 64 && std::ranges::all_of(n, [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
   });
 }
@@ -491,7 +491,7 @@ Status plan_device(std::span<const NicRule> rules, const NicDevice &dev, NicBack
   if (auto st = plan_rps(d, wanted, totals); !st) {
     return st;
   }
-  std::stable_sort(d.changes.begin(), d.changes.end(), [](const NicChange &a, const NicChange &b) {
+  std::ranges::stable_sort(d.changes, [](const NicChange &a, const NicChange &b) {
     return group_rank(nic_group(a.key)) < group_rank(nic_group(b.key));
   });
   plan.changes.insert(plan.changes.end(), d.changes.begin(), d.changes.end());

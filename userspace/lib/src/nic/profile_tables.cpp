@@ -39,7 +39,7 @@ Status parse_nic_table(const toml::table &nic, const std::string &display, std::
   for (const auto &[glob_key, rule_node] : nic) {
     in_file_order.emplace_back(&glob_key, &rule_node);
   }
-  std::stable_sort(in_file_order.begin(), in_file_order.end(), [](const auto &a, const auto &b) {
+  std::ranges::stable_sort(in_file_order, [](const auto &a, const auto &b) {
     const auto &ra = a.first->source().begin;
     const auto &rb = b.first->source().begin;
     return ra.line != rb.line ? ra.line < rb.line : ra.column < rb.column;

@@ -6,6 +6,7 @@
 #include "base/unique_fd.hpp"
 #include "node/domains.hpp"
 
+#include <algorithm>
 #include <linux/netlink.h>
 #include <nlohmann/json.hpp>
 #include <poll.h>
@@ -147,7 +148,7 @@ Result<FollowState> follow_module(const Sysroot &root, const NodeSeams &seams) {
   const auto known = loader.list();
   const auto switched = recorded_profile(root);
   const bool from_file = switched && *switched && (*switched)->name == name && !(*switched)->file.empty();
-  if (!from_file && std::find(known.begin(), known.end(), name) == known.end()) {
+  if (!from_file && std::ranges::find(known, name) == known.end()) {
     // A profile defined in the module only: it has no user-space domains.
     rec.in_line = name;
     rec.detail = "no profile file for '" + name + "': nothing beyond the kernel knobs";

@@ -110,7 +110,7 @@ Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
 // ---- check -------------------------------------------------------------------------
 
 bool NodeCheck::matches() const {
-  return std::none_of(differences.begin(), differences.end(), [](const NodeDifference &d) { return d.counts; });
+  return std::ranges::none_of(differences, [](const NodeDifference &d) { return d.counts; });
 }
 
 Result<NodeCheck> check_node(const Profile &profile, const Sysroot &root, const NodeSeams &seams) {
@@ -182,7 +182,7 @@ bool NodeStatus::in_line() const {
   // A profile that could not be checked (its file gone or changed, or
   // defined in the module only) is not in line: status, metrics and
   // conformance say the same.
-  return !profile.empty() && !fingerprint.empty() && std::none_of(domains.begin(), domains.end(), out_of_line_state);
+  return !profile.empty() && !fingerprint.empty() && std::ranges::none_of(domains, out_of_line_state);
 }
 
 std::string NodeStatus::out_of_line() const {
@@ -193,8 +193,7 @@ std::string NodeStatus::out_of_line() const {
   if (fingerprint.empty()) {
     // The profile could not be checked: its domains say why, alike
     // ("profile 'gpunode': ... has changed since: switch to it again").
-    const auto u =
-        std::find_if(domains.begin(), domains.end(), [](const DomainState &d) { return d.state == "unchecked"; });
+    const auto u = std::ranges::find_if(domains, [](const DomainState &d) { return d.state == "unchecked"; });
     out = u != domains.end() ? u->detail : "profile '" + profile + "' could not be checked";
   }
   for (const auto &d : domains) {
@@ -249,11 +248,11 @@ Result<NodeStatus> node_status(const Sysroot &root, const NodeSeams &seams) {
 // ---- off ---------------------------------------------------------------------------
 
 bool OffReport::ok() const {
-  return std::none_of(domains.begin(), domains.end(), [](const DomainState &d) { return d.state == "failed"; });
+  return std::ranges::none_of(domains, [](const DomainState &d) { return d.state == "failed"; });
 }
 
 bool BaselineReport::ok() const {
-  return std::none_of(domains.begin(), domains.end(), [](const DomainState &d) { return d.state == "failed"; });
+  return std::ranges::none_of(domains, [](const DomainState &d) { return d.state == "failed"; });
 }
 
 Result<BaselineReport> switch_to_baseline(const Sysroot &root, Backend backend, const NodeSeams &seams, bool dry_run) {

@@ -19,9 +19,9 @@ std::string rate(double v) {
 
 // The fix with this report's CPUs in place of the placeholders.
 std::string concrete(std::string fix, unsigned cpu, const std::string &cpus) {
-  for (auto [from, to] : {std::pair<std::string, std::string>{"cpuN", "cpu" + std::to_string(cpu)},
-                          std::pair<std::string, std::string>{"CPU N", "CPU " + std::to_string(cpu)},
-                          std::pair<std::string, std::string>{"CPUS", cpus}}) {
+  for (const auto &[from, to] : {std::pair<std::string, std::string>{"cpuN", "cpu" + std::to_string(cpu)},
+                                 std::pair<std::string, std::string>{"CPU N", "CPU " + std::to_string(cpu)},
+                                 std::pair<std::string, std::string>{"CPUS", cpus}}) {
     for (size_t pos = fix.find(from); pos != std::string::npos; pos = fix.find(from, pos + to.size())) {
       fix.replace(pos, from.size(), to);
     }

@@ -232,7 +232,7 @@ NoiseReport build_noise_report(const Sysroot &root, const RawNoise &raw, const C
   r.missing = raw.missing;
   r.notes = raw.notes;
   std::map<std::uint64_t, std::string> cgroups;
-  if (std::any_of(raw.entries.begin(), raw.entries.end(), [](const auto &e) { return e.cgid != 0; })) {
+  if (std::ranges::any_of(raw.entries, [](const auto &e) { return e.cgid != 0; })) {
     cgroups = cgroup::by_id(root);
   }
   std::map<unsigned, CpuNoise> per;
@@ -271,10 +271,10 @@ NoiseReport build_noise_report(const Sysroot &root, const RawNoise &raw, const C
       }
     }
     // Worst first: by time where every interruption has one (BPF), else by count.
-    const bool timed = std::all_of(cn.sources.begin(), cn.sources.end(),
-                                   [](const NoiseSource &s) { return !s.interruption || s.ns.has_value(); });
+    const bool timed =
+        std::ranges::all_of(cn.sources, [](const NoiseSource &s) { return !s.interruption || s.ns.has_value(); });
     const auto weight = [timed](const NoiseSource &s) { return timed ? s.cost() : s.count; };
-    std::sort(cn.sources.begin(), cn.sources.end(), [&weight](const NoiseSource &a, const NoiseSource &b) {
+    std::ranges::sort(cn.sources, [&weight](const NoiseSource &a, const NoiseSource &b) {
       if (a.own != b.own) {
         return !a.own;
       }
@@ -292,7 +292,7 @@ NoiseReport build_noise_report(const Sysroot &root, const RawNoise &raw, const C
         d.fix = std::string(k->fix);
       }
     }
-    std::sort(cn.details.begin(), cn.details.end(), [](const NoiseDetail &a, const NoiseDetail &b) {
+    std::ranges::sort(cn.details, [](const NoiseDetail &a, const NoiseDetail &b) {
       return a.count != b.count ? a.count > b.count : a.function < b.function;
     });
     cn.per_second = seconds > 0 ? static_cast<double>(cn.interruptions) / seconds : 0;

@@ -95,14 +95,14 @@ Result<PoolStatus> pool_status(const Sysroot &root) {
   PoolStatus st;
   std::vector<int> ids;
   for (const auto &name : root.list_dir(k_dir)) {
-    if (name.rfind("node", 0) != 0) {
+    if (!name.starts_with("node")) {
       continue;
     }
     if (const auto id = parse_int<int>(std::string_view(name).substr(4)); id && *id >= 0) {
       ids.push_back(*id);
     }
   }
-  std::sort(ids.begin(), ids.end());
+  std::ranges::sort(ids);
   for (const int id : ids) {
     auto n = read_node(root, id);
     if (!n) {

@@ -5,6 +5,7 @@
 #include "base/baseline.hpp"
 #include "mltune/node_info.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -47,7 +48,7 @@ Result<PoolRecord> record_pool(const Sysroot &root, const PoolRecord &r) {
   PoolRecord added;
   auto st = detail::update_record<PoolRecord>(root, k_domain, [&](PoolRecord &have) {
     for (const auto &[node, pages] : r.nodes) {
-      if (std::none_of(have.nodes.begin(), have.nodes.end(), [&](const auto &p) { return p.first == node; })) {
+      if (std::ranges::none_of(have.nodes, [&](const auto &p) { return p.first == node; })) {
         have.nodes.emplace_back(node, pages);
         added.nodes.emplace_back(node, pages);
       }

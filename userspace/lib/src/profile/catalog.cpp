@@ -98,8 +98,7 @@ std::span<const CatalogEntry> catalog() {
 }
 
 const CatalogEntry *catalog_find(std::string_view key) {
-  const auto *it =
-      std::find_if(std::begin(k_catalog), std::end(k_catalog), [&](const CatalogEntry &e) { return e.key == key; });
+  const auto *it = std::ranges::find_if(k_catalog, [&](const CatalogEntry &e) { return e.key == key; });
   return it == std::end(k_catalog) ? nullptr : it;
 }
 
@@ -131,7 +130,7 @@ std::optional<std::string> catalog_check(const CatalogEntry &e, std::string_view
   }
   case choice: {
     const auto cs = split_words(e.choices);
-    if (std::find(cs.begin(), cs.end(), value) != cs.end()) {
+    if (std::ranges::find(cs, value) != cs.end()) {
       return std::nullopt;
     }
     return "'" + std::string(value) + "' is not one of: " + std::string(e.choices);

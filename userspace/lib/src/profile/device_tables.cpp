@@ -18,7 +18,7 @@ namespace mltune {
 namespace {
 
 bool is_word(std::string_view s) {
-  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+  return !s.empty() && s.size() <= 64 && std::ranges::all_of(s, [](char c) {
     return std::islower(static_cast<unsigned char>(c)) != 0 || std::isdigit(static_cast<unsigned char>(c)) != 0 ||
            c == '_' || c == '-';
   });
@@ -116,8 +116,8 @@ std::vector<std::pair<const toml::key *, const toml::node *>> in_file_order(cons
   for (const auto &[k, v] : t) {
     out.emplace_back(&k, &v);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto &a, const auto &b) { return a.first->source().begin < b.first->source().begin; });
+  std::ranges::stable_sort(
+      out, [](const auto &a, const auto &b) { return a.first->source().begin < b.first->source().begin; });
   return out;
 }
 
@@ -138,7 +138,7 @@ Status parse_cpu_table(const toml::table &cpu, const std::string &display, std::
     if (auto err = cpu_setting_check(key, *value); !err.empty()) {
       return input_error(pos + ": [cpu] " + err);
     }
-    const auto it = std::find_if(out.begin(), out.end(), [&](const DeviceSetting &s) { return s.key == key; });
+    const auto it = std::ranges::find_if(out, [&](const DeviceSetting &s) { return s.key == key; });
     if (it != out.end()) {
       *it = {key, *value, pos};
     } else {

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 namespace mltune {
 
@@ -38,7 +39,7 @@ bool valid_name(std::string_view n) {
 }
 
 bool valid_segment(std::string_view s, bool allow_dot) {
-  return !s.empty() && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [&](char c) {
+  return !s.empty() && s != "." && s != ".." && std::ranges::all_of(s, [&](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
            c == ':' || c == '+' || (allow_dot && c == '.');
   });
@@ -123,7 +124,7 @@ bool Knob::satisfied_by(std::string_view current) const {
 }
 
 const Knob *Profile::find(std::string_view key) const {
-  const auto it = std::find_if(knobs.begin(), knobs.end(), [&](const Knob &k) { return k.key == key; });
+  const auto it = std::ranges::find_if(knobs, [&](const Knob &k) { return k.key == key; });
   return it == knobs.end() ? nullptr : &*it;
 }
 
@@ -399,7 +400,7 @@ Result<std::string> read_profile_fd(const UniqueFd &fd, const fs::path &p) {
   if (!S_ISREG(st.st_mode)) {
     return input_error(p.string() + ": not a regular file");
   }
-  if (st.st_size > static_cast<off_t>(k_max_profile_bytes)) {
+  if (std::cmp_greater(st.st_size, k_max_profile_bytes)) {
     return input_error(p.string() + ": " + std::to_string(st.st_size) + " bytes; a profile is at most " +
                        std::to_string(k_max_profile_bytes));
   }
@@ -452,7 +453,7 @@ Result<toml::table> parse_profile_text(const std::string &text, const std::strin
 }
 
 Status check_include(const std::vector<std::string> &stack, const std::string &id, const std::string &at) {
-  if (std::find(stack.begin(), stack.end(), id) != stack.end()) {
+  if (std::ranges::find(stack, id) != stack.end()) {
     std::string chain;
     for (const auto &s : stack) {
       chain += s + " -> ";
@@ -478,7 +479,7 @@ Status check_knob_value(const Knob &knob, const std::string &at) {
   if (knob.value.empty()) {
     return input_error(at + ": " + key + ": value is empty");
   }
-  if (std::any_of(knob.value.begin(), knob.value.end(), [](char c) { return c == '\n' || c == '\0'; })) {
+  if (std::ranges::any_of(knob.value, [](char c) { return c == '\n' || c == '\0'; })) {
     return input_error(at + ": " + key + ": value must be one line (a newline or NUL byte in it)");
   }
   if (normalize_value(knob.value) != knob.value) {
@@ -569,14 +570,13 @@ Result<std::vector<KnobEntry>> parse_knobs(const toml::table &doc, const std::st
       entries.push_back({std::move(*knob), k.source().begin.line});
     }
   }
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const KnobEntry &a, const KnobEntry &b) { return a.line < b.line; });
+  std::ranges::stable_sort(entries, [](const KnobEntry &a, const KnobEntry &b) { return a.line < b.line; });
   return entries;
 }
 
 void merge_knobs(std::vector<KnobEntry> entries, Profile &out) {
   for (auto &e : entries) {
-    auto it = std::find_if(out.knobs.begin(), out.knobs.end(), [&](const Knob &k) { return k.key == e.knob.key; });
+    auto it = std::ranges::find_if(out.knobs, [&](const Knob &k) { return k.key == e.knob.key; });
     if (it != out.knobs.end()) {
       *it = std::move(e.knob);
     } else {
@@ -622,7 +622,7 @@ Status ProfileLoader::load_into(const Source &src, Profile &out, std::vector<std
   if (!parsed_doc) {
     return parsed_doc.error();
   }
-  const std::shared_ptr<const toml::table> doc = *parsed_doc;
+  const std::shared_ptr<const toml::table> &doc = *parsed_doc;
   stack.push_back(src.id);
   // Pass 1: schema of the top level.
   auto includes = check_top_level(*doc, src.display);
@@ -712,8 +712,9 @@ std::vector<std::string> ProfileLoader::list() const {
       }
     }
   }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::ranges::sort(names);
+  const auto dups = std::ranges::unique(names);
+  names.erase(dups.begin(), dups.end());
   return names;
 }
 

@@ -24,7 +24,7 @@ std::string where(const std::string &display, const toml::source_region &r) {
 }
 
 bool valid_module_name(std::string_view name) {
-  return !name.empty() && name.size() < 64 && std::all_of(name.begin(), name.end(), [](char c) {
+  return !name.empty() && name.size() < 64 && std::ranges::all_of(name, [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
   });
 }
@@ -55,8 +55,7 @@ Status merge_modules(const toml::array &arr, const std::string &display, Profile
     if (!valid_module_name(m.name)) {
       return input_error(at + ": modules: invalid module name '" + m.name + "' (1-63 of [A-Za-z0-9_-])");
     }
-    const auto it =
-        std::find_if(out.modules.begin(), out.modules.end(), [&](const KernelModule &o) { return o.name == m.name; });
+    const auto it = std::ranges::find_if(out.modules, [&](const KernelModule &o) { return o.name == m.name; });
     if (it != out.modules.end()) {
       *it = m;
     } else {
@@ -137,8 +136,7 @@ constexpr std::array<ProfileSection, 9> k_sections{{
 }};
 
 const ProfileSection *section_of(std::string_view key) {
-  const auto it =
-      std::find_if(k_sections.begin(), k_sections.end(), [&](const ProfileSection &s) { return s.key == key; });
+  const auto it = std::ranges::find_if(k_sections, [&](const ProfileSection &s) { return s.key == key; });
   return it == k_sections.end() ? nullptr : &*it;
 }
 
@@ -172,9 +170,8 @@ Status merge_hugepages(const toml::table &t, const std::string &display, std::ve
                            ": pages must be an integer from 0 to 4294967296");
       }
       HugePageSetting s{*kib, static_cast<int>(*n), static_cast<std::uint64_t>(*count), nat};
-      const auto it = std::find_if(out.begin(), out.end(), [&](const HugePageSetting &o) {
-        return o.page_kib == s.page_kib && o.node == s.node;
-      });
+      const auto it = std::ranges::find_if(
+          out, [&](const HugePageSetting &o) { return o.page_kib == s.page_kib && o.node == s.node; });
       if (it != out.end()) {
         *it = s;
       } else {

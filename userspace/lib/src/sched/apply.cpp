@@ -71,7 +71,7 @@ std::string partition_name(std::string_view spec, const std::string &cpus) {
     return "/mltune." + std::string(spec);
   }
   std::string n = "/mltune.cpus-" + cpus;
-  std::replace(n.begin(), n.end(), ',', '_');
+  std::ranges::replace(n, ',', '_');
   return n;
 }
 
@@ -157,8 +157,8 @@ SchedAction action_of(const ThreadPlan &p, std::string result, std::string messa
 }
 
 void record(State &st, const ThreadPlan &p, const SchedAttr &after, const std::string &cg) {
-  auto it = std::find_if(st.threads.begin(), st.threads.end(),
-                         [&](const StateEntry &e) { return e.tid == p.t.tid && e.starttime == p.t.starttime; });
+  auto it = std::ranges::find_if(st.threads,
+                                 [&](const StateEntry &e) { return e.tid == p.t.tid && e.starttime == p.t.starttime; });
   if (it == st.threads.end()) {
     // A reused TID's stale entry goes.
     std::erase_if(st.threads, [&](const StateEntry &e) { return e.tid == p.t.tid; });
@@ -330,8 +330,7 @@ void ensure_partition_once(ApplyRun &run, const ThreadPlan &p) {
     run.partitions_ok.insert(p.partition);
     run.rep.notes.push_back("partition " + cgroup::path(p.partition) + ": cpus " + p.cpus +
                             ", cpuset.cpus.partition reads \"" + *prs + "\"");
-    if (!existed && std::none_of(run.st.partitions.begin(), run.st.partitions.end(),
-                                 [&](const auto &x) { return x.first == p.partition; })) {
+    if (!existed && std::ranges::none_of(run.st.partitions, [&](const auto &x) { return x.first == p.partition; })) {
       run.st.partitions.emplace_back(p.partition, p.cpus);
       if (deferred(run.opt)) {
         run.opt.watch->pending.partitions.emplace_back(p.partition, p.cpus);
@@ -461,8 +460,7 @@ Result<SchedReport> run_plans(SchedSystem &sys, std::vector<ThreadPlan> plans, c
   // Admission for the whole request, per root domain, before touching
   // anything; only DEADLINE asks for it (the ledger reads every thread).
   Ledger ledger;
-  if (std::any_of(plans.begin(), plans.end(),
-                  [](const ThreadPlan &p) { return p.want.policy == SchedPolicy::deadline; })) {
+  if (std::ranges::any_of(plans, [](const ThreadPlan &p) { return p.want.policy == SchedPolicy::deadline; })) {
     ledger = detail::admission_ledger(sys, opt);
     detail::assign_domains(ledger, plans);
     detail::refuse_overbooked(ledger, plans, rep);
@@ -636,7 +634,7 @@ Status sched_state_flush(SchedWatchCache &wc, const Sysroot &root) {
   }
   State &st = *loaded;
   for (const auto &[cg, cpus] : wc.pending.partitions) {
-    if (std::none_of(st.partitions.begin(), st.partitions.end(), [&](const auto &x) { return x.first == cg; })) {
+    if (std::ranges::none_of(st.partitions, [&](const auto &x) { return x.first == cg; })) {
       st.partitions.emplace_back(cg, cpus);
     }
   }
@@ -730,8 +728,7 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
   SchedReport rep;
   std::vector<StateEntry> keep;
   for (const auto &e : st.threads) {
-    if ((opt.pid && e.pid != *opt.pid) ||
-        (!opt.tids.empty() && std::find(opt.tids.begin(), opt.tids.end(), e.tid) == opt.tids.end())) {
+    if ((opt.pid && e.pid != *opt.pid) || (!opt.tids.empty() && std::ranges::find(opt.tids, e.tid) == opt.tids.end())) {
       keep.push_back(e);
       continue;
     }
@@ -788,7 +785,7 @@ Result<SchedReport> sched_reset(SchedSystem &sys, const SchedOptions &opt) {
   st.threads = keep;
   std::vector<std::pair<std::string, std::string>> parts;
   for (const auto &[cg, cpus] : st.partitions) {
-    const bool used = std::any_of(keep.begin(), keep.end(), [&](const StateEntry &e) { return e.cgroup == cg; });
+    const bool used = std::ranges::any_of(keep, [&](const StateEntry &e) { return e.cgroup == cg; });
     auto threads = root.read(cgroup::path(cg, "cgroup.threads"));
     if (used || (threads && !trim(*threads).empty())) {
       parts.emplace_back(cg, cpus);
@@ -838,8 +835,7 @@ std::vector<SchedListEntry> sched_list(const SchedSystem &sys, std::span<const S
   for (const auto &n : threads) {
     // Only a thread some rule could name, or one the state file records,
     // is read in full.
-    const bool recorded =
-        std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) { return e.tid == n.tid; });
+    const bool recorded = std::ranges::any_of(st.threads, [&](const StateEntry &e) { return e.tid == n.tid; });
     if (!recorded && !sched_name_matches(rules, n.comm)) {
       continue;
     }
@@ -848,9 +844,8 @@ std::vector<SchedListEntry> sched_list(const SchedSystem &sys, std::span<const S
       continue;
     }
     const SchedRule *r = sched_match(rules, *t);
-    const bool managed = std::any_of(st.threads.begin(), st.threads.end(), [&](const StateEntry &e) {
-      return e.tid == n.tid && e.starttime == t->starttime;
-    });
+    const bool managed = std::ranges::any_of(
+        st.threads, [&](const StateEntry &e) { return e.tid == n.tid && e.starttime == t->starttime; });
     if (r == nullptr && !managed) {
       continue;
     }

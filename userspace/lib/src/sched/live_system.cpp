@@ -8,6 +8,7 @@
 #include "mltune/node_info.hpp"
 #include "mltune/parse.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sched.h>
@@ -65,7 +66,7 @@ public:
       while (!t.cmdline.empty() && t.cmdline.back() == '\0') {
         t.cmdline.pop_back();
       }
-      std::replace(t.cmdline.begin(), t.cmdline.end(), '\0', ' ');
+      std::ranges::replace(t.cmdline, '\0', ' ');
     }
     t.cgroup = cgroup::of_task(root_, base);
     if (t.cgroup.empty()) {

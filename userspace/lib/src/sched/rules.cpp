@@ -79,8 +79,8 @@ Status only_keys(const PolicyTable &pt, const std::string &policy, std::initiali
   static const char *const all[] = {"priority",  "nice",          "runtime_us",    "deadline_us",
                                     "period_us", "reset_on_fork", "overrun_signal"};
   for (const char *k : all) {
-    if (pt.t.contains(k) && std::find_if(allowed.begin(), allowed.end(),
-                                         [&](const char *x) { return std::string_view(x) == k; }) == allowed.end()) {
+    if (pt.t.contains(k) &&
+        std::ranges::find_if(allowed, [&](const char *x) { return std::string_view(x) == k; }) == allowed.end()) {
       return input_error(where(pt.display, pt.t.get(k)->source()) + ": " + pt.ctx + ": " + k +
                          " does not apply to policy " + policy);
     }
@@ -191,8 +191,7 @@ namespace {
 using detail::policy_fields;
 
 bool valid_cpulist_chars(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || c == ',' || c == '-'; });
+  return !s.empty() && std::ranges::all_of(s, [](char c) { return (c >= '0' && c <= '9') || c == ',' || c == '-'; });
 }
 
 } // namespace
@@ -259,6 +258,7 @@ const std::optional<std::regex> &compiled(const std::string &pattern) {
     try {
       re.emplace(pattern);
     } catch (const std::regex_error &) {
+      re.reset(); // refused when its profile loaded: matches nothing
     }
     it = cache.emplace(pattern, std::move(re)).first;
   }
@@ -276,7 +276,7 @@ bool SchedRule::matches_name(std::string_view comm) const {
 }
 
 bool sched_name_matches(std::span<const SchedRule> rules, std::string_view comm) {
-  return std::any_of(rules.begin(), rules.end(), [&](const SchedRule &r) { return r.matches_name(comm); });
+  return std::ranges::any_of(rules, [&](const SchedRule &r) { return r.matches_name(comm); });
 }
 
 const SchedRule *sched_match(std::span<const SchedRule> rules, const ThreadInfo &t) {
@@ -307,7 +307,7 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
       "policy",        "priority",       "nice",         "runtime_us", "deadline_us", "period_us",
       "reset_on_fork", "overrun_signal", "cpus",         "fallback",   "reason"};
   for (const auto &[k, v] : t) {
-    if (std::find_if(std::begin(known), std::end(known), [&](const char *x) { return k == x; }) == std::end(known)) {
+    if (std::ranges::find_if(known, [&](const char *x) { return k == x; }) == std::end(known)) {
       return input_error(where(display, k.source()) + ": sched rule: unknown key '" + std::string(k.str()) + "'");
     }
     const bool stringy = k != "policy" && k != "priority" && k != "nice" && k != "runtime_us" && k != "deadline_us" &&
@@ -317,7 +317,7 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
     }
   }
   r.name = t["name"].value_or(std::string());
-  if (r.name.empty() || r.name.size() > 64 || !std::all_of(r.name.begin(), r.name.end(), [](char c) {
+  if (r.name.empty() || r.name.size() > 64 || !std::ranges::all_of(r.name, [](char c) {
         return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
       })) {
     return input_error(at + ": sched rule: name must be 1-64 letters, digits, '-' or '_'");
@@ -330,7 +330,7 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
   }
   if (!r.thread_regex.empty()) {
     try {
-      std::regex re(r.thread_regex);
+      (void)std::regex(r.thread_regex).mark_count(); // compiled to be checked, here, not per thread
     } catch (const std::regex_error &e) {
       return input_error(at + ": " + ctx + ": thread_regex: " + e.what());
     }
@@ -401,11 +401,11 @@ Status sched_rules_merge(const toml::node &sched, const std::string &display, st
       if (!r) {
         return r.error();
       }
-      if (std::find(seen.begin(), seen.end(), r->name) != seen.end()) {
+      if (std::ranges::find(seen, r->name) != seen.end()) {
         return input_error(r->origin + ": sched rule '" + r->name + "' defined twice in this file");
       }
       seen.push_back(r->name);
-      auto it = std::find_if(rules.begin(), rules.end(), [&](const SchedRule &x) { return x.name == r->name; });
+      auto it = std::ranges::find_if(rules, [&](const SchedRule &x) { return x.name == r->name; });
       if (it != rules.end()) {
         *it = std::move(*r);
       } else {

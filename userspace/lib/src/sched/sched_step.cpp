@@ -60,7 +60,7 @@ Status SchedStep::verify() {
   std::string differs;
   size_t n = 0;
   for (const auto &e : sched_list(*sys_, rules_, std::nullopt)) {
-    const auto r = std::find_if(rules_.begin(), rules_.end(), [&](const SchedRule &x) { return x.name == e.rule; });
+    const auto r = std::ranges::find_if(rules_, [&](const SchedRule &x) { return x.name == e.rule; });
     if (r == rules_.end()) {
       continue;
     }
@@ -118,7 +118,7 @@ Result<DomainCheck> SchedStep::check(std::vector<NodeDifference> &out) {
     return dc;
   }
   for (const auto &e : sched_list(*sys_, rules_, std::nullopt)) {
-    const auto r = std::find_if(rules_.begin(), rules_.end(), [&](const SchedRule &x) { return x.name == e.rule; });
+    const auto r = std::ranges::find_if(rules_, [&](const SchedRule &x) { return x.name == e.rule; });
     if (r == rules_.end()) {
       continue;
     }

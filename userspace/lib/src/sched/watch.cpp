@@ -252,7 +252,7 @@ bool Watcher::named_by_rule(int pid, int tid) const {
   if (!c.empty() && c.back() == '\n') {
     c.pop_back();
   }
-  return std::any_of(rules_.begin(), rules_.end(), [&](const SchedRule &r) { return r.matches_name(c); });
+  return std::ranges::any_of(rules_, [&](const SchedRule &r) { return r.matches_name(c); });
 }
 
 void Watcher::one(int pid, int tid, const char *why) {

@@ -157,7 +157,7 @@ private:
   const ServiceOptions &o_;
   std::deque<Client> clients_; // in the order accepted
   bool ending_ = false;        // a client of another version came: serve the ones here, then end
-  Clock::time_point accept_after_{};
+  Clock::time_point accept_after_;
 };
 
 void Server::accept_clients() {
@@ -282,7 +282,7 @@ void Server::send_replies(Client &c) {
   while (!c.frames.empty()) {
     const std::string &f = c.frames.front();
     const ssize_t n = ::send(c.conn.fd(), f.data(), f.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n == static_cast<ssize_t>(f.size())) {
+    if (std::cmp_equal(n, f.size())) {
       c.frames.pop_front();
       continue;
     }

@@ -3,6 +3,8 @@
 // listener.  The service's loop is serve.cpp, its check of a peer peer.cpp.
 #include "mltune/service.hpp"
 
+#include "mltune/parse.hpp"
+
 #include "base/unique_fd.hpp"
 
 #include <array>
@@ -178,7 +180,7 @@ Status service_send(const ServiceConnection &c, const ServiceRequest &r) {
   do {
     n = ::sendmsg(c.fd(), &msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(payload.size())) {
+  if (std::cmp_not_equal(n, payload.size())) {
     return sys_error("service: send the request", errno);
   }
   return {};
@@ -241,11 +243,11 @@ Result<ServiceListener> ServiceListener::open(std::string_view path) {
   // Socket activation (sd_listen_fds(3)): one socket, fd 3, for this process.
   const char *pid = std::getenv("LISTEN_PID");
   const char *nfds = std::getenv("LISTEN_FDS");
-  if (pid != nullptr && nfds != nullptr && std::atoi(pid) == ::getpid()) {
+  if (pid != nullptr && nfds != nullptr && parse_int<pid_t>(pid) == ::getpid()) {
     ::unsetenv("LISTEN_PID");
     ::unsetenv("LISTEN_FDS");
     ::unsetenv("LISTEN_FDNAMES");
-    if (std::atoi(nfds) != 1) {
+    if (parse_int<int>(nfds) != 1) {
       return input_error(std::string("socket activation passed ") + nfds + " sockets; the service takes one");
     }
     int type = 0;

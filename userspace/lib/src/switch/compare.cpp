@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <utility>
 
 namespace mltune {
 
@@ -29,7 +30,7 @@ std::vector<KnobStatus> compare(const Profile &profile, const Sysroot &root, con
   out.reserve(profile.knobs.size());
   for (const auto &k : profile.knobs) {
     KnobStatus st{&k, {}, KnobState::match, {}};
-    if (spare != nullptr && k.read_on_cpu >= 0 && static_cast<unsigned>(k.read_on_cpu) < k_max_cpus &&
+    if (spare != nullptr && k.read_on_cpu >= 0 && std::cmp_less(k.read_on_cpu, k_max_cpus) &&
         spare->test(static_cast<unsigned>(k.read_on_cpu))) {
       st.state = KnobState::not_read;
       st.error = "not read: reading it interrupts CPU " + std::to_string(k.read_on_cpu) + " (a feeder or isolated CPU)";
@@ -98,8 +99,7 @@ std::vector<ProfileDiffEntry> diff_profiles(const Profile &a, const Profile &b) 
   const auto sa = profile_settings(a);
   const auto sb = profile_settings(b);
   auto find = [](const std::vector<ProfileSetting> &in, const ProfileSetting &s) {
-    return std::find_if(in.begin(), in.end(),
-                        [&](const ProfileSetting &o) { return o.domain == s.domain && o.key == s.key; });
+    return std::ranges::find_if(in, [&](const ProfileSetting &o) { return o.domain == s.domain && o.key == s.key; });
   };
   std::vector<ProfileDiffEntry> out;
   for (const auto &s : sa) {

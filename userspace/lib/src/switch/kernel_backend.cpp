@@ -12,10 +12,10 @@ namespace mltune {
 
 namespace {
 
-const std::string k_dir(k_kmod_dir);
-const std::string k_profile_attr = k_dir + "/profile";
-const std::string k_last_switch = k_dir + "/last_switch";
-const std::string k_control = k_dir + "/profiles/control";
+// A file of the module's sysfs directory: kmod_path("/profile").
+std::string kmod_path(std::string_view rel) {
+  return std::string(k_kmod_dir).append(rel);
+}
 
 std::vector<std::string> sorted_lines(std::string_view text) {
   std::vector<std::string> out;
@@ -28,12 +28,12 @@ std::vector<std::string> sorted_lines(std::string_view text) {
     }
     pos = end + 1;
   }
-  std::sort(out.begin(), out.end());
+  std::ranges::sort(out);
   return out;
 }
 
 std::string last_switch(const Sysroot &root) {
-  auto t = root.read(k_last_switch);
+  auto t = root.read(kmod_path("/last_switch"));
   return t ? normalize_value(*t) : std::string();
 }
 
@@ -41,7 +41,7 @@ std::string last_switch(const Sysroot &root) {
 // An existing profile (even the active one) is updated by staging the new
 // knob list and committing it; a new one is created with "+NAME" first.
 Status load_profile(const Profile &profile, const Sysroot &root) {
-  const std::string dir = k_dir + "/profiles/" + profile.name;
+  const std::string dir = kmod_path("/profiles/") + profile.name;
   const std::string list = kernel_knob_list(profile, root);
   const bool exists = root.is_dir(dir);
   if (exists) {
@@ -49,7 +49,7 @@ Status load_profile(const Profile &profile, const Sysroot &root) {
     if (loaded && sorted_lines(*loaded) == sorted_lines(list)) {
       return {};
     }
-  } else if (auto st = root.write_value(k_control, "+" + profile.name); !st) {
+  } else if (auto st = root.write_value(kmod_path("/profiles/control"), "+" + profile.name); !st) {
     return Error{Errc::failed, "module: cannot create profile '" + profile.name + "': " + st.error().message,
                  st.error().sys_errno};
   }
@@ -59,7 +59,7 @@ Status load_profile(const Profile &profile, const Sysroot &root) {
   }
   if (!st) {
     if (!exists) {
-      (void)root.write_value(k_control, "-" + profile.name);
+      (void)root.write_value(kmod_path("/profiles/control"), "-" + profile.name);
     }
     return Error{Errc::failed, "module: loading profile '" + profile.name + "' failed: " + st.error().message,
                  st.error().sys_errno};
@@ -68,7 +68,7 @@ Status load_profile(const Profile &profile, const Sysroot &root) {
 }
 
 Result<SwitchReport> activate(const std::string &name, const Sysroot &root) {
-  if (auto st = root.write_value(k_profile_attr, name); !st) {
+  if (auto st = root.write_value(kmod_path("/profile"), name); !st) {
     std::string detail = last_switch(root);
     return Error{Errc::failed,
                  "module: switch to '" + name + "' failed: " + st.error().message +
@@ -81,7 +81,7 @@ Result<SwitchReport> activate(const std::string &name, const Sysroot &root) {
 } // namespace
 
 bool kernel_backend_present(const Sysroot &root) {
-  return root.is_dir(k_dir);
+  return root.is_dir(std::string(k_kmod_dir));
 }
 
 std::string kernel_knob_list(const Profile &profile, const Sysroot &root) {
@@ -109,7 +109,7 @@ Result<SwitchReport> switch_kernel(const Profile &profile, const Sysroot &root) 
   }
   // The module's record says which knobs it skipped ("skipped=PATH errno=E")
   // and which bounds it kept ("kept=PATH"); the rest were written.
-  const std::string full = root.read(k_last_switch).value_or("");
+  const std::string full = root.read(kmod_path("/last_switch")).value_or("");
   for (const auto &k : profile.knobs) {
     const std::string path = k.path();
     if (full.find("\nkept=" + path + "\n") != std::string::npos) {
@@ -129,13 +129,13 @@ Result<SwitchReport> restore_baseline_kernel(const Sysroot &root) {
 }
 
 Result<std::uint64_t> kernel_generation(const Sysroot &root) {
-  auto g = root.read_value(k_dir + "/generation");
+  auto g = root.read_value(kmod_path("/generation"));
   if (!g) {
     return g.error();
   }
   const auto n = parse_int<std::uint64_t>(*g);
   if (!n) {
-    return failure(k_dir + "/generation: not a number: '" + *g + "'");
+    return failure(kmod_path("/generation") + ": not a number: '" + *g + "'");
   }
   return *n;
 }
@@ -147,7 +147,7 @@ Result<SwitchReport> kernel_activate(const Sysroot &root, const std::string &nam
 namespace detail {
 
 Result<ActiveProfile> kernel_active(const Sysroot &root) {
-  auto name = root.read(k_profile_attr);
+  auto name = root.read(kmod_path("/profile"));
   if (!name) {
     return name.error();
   }
@@ -156,7 +156,7 @@ Result<ActiveProfile> kernel_active(const Sysroot &root) {
     a.name.clear();
   }
   if (!a.name.empty() && a.name != k_baseline) {
-    auto list = root.read(k_dir + "/profiles/" + a.name + "/knobs");
+    auto list = root.read(kmod_path("/profiles/") + a.name + "/knobs");
     if (!list) {
       return list.error();
     }
@@ -168,7 +168,7 @@ Result<ActiveProfile> kernel_active(const Sysroot &root) {
 Status kernel_reactivate(const Sysroot &root, const std::string &profile, const ActiveProfile &previous) {
   const std::string target = previous.name.empty() ? std::string(k_baseline) : previous.name;
   if (target == profile && !previous.knob_list.empty()) {
-    const std::string dir = k_dir + "/profiles/" + profile;
+    const std::string dir = kmod_path("/profiles/") + profile;
     auto loaded = root.read(dir + "/knobs");
     if (!loaded || sorted_lines(*loaded) != sorted_lines(previous.knob_list)) {
       Status st = root.write_value(dir + "/knobs", previous.knob_list);

@@ -106,7 +106,7 @@ void socket_housekeeping(const Topology &topo, const Socket &s, CoreBook &book, 
     }
   }
   // CPU 0's core first (it takes interrupts and timers no one can move).
-  std::stable_partition(sc.begin(), sc.end(), [&](const Core *c) { return c->threads.test(cpu0); });
+  std::ranges::stable_partition(sc, [&](const Core *c) { return c->threads.test(cpu0); });
   const unsigned want = std::max(1U, (s.cores + k_cores_per_housekeeping - 1) / k_cores_per_housekeeping);
   std::vector<const Core *> chosen(sc.begin(),
                                    sc.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(want, sc.size())));
@@ -302,7 +302,7 @@ NodeRanks plan_ranks(const PlanOptions &opts, CpuPlan &p) {
       const auto &gp = p.gpus[r * opts.gpus_per_rank + j];
       rp.gpus.push_back(gp.gpu);
       rp.cpus |= gp.feeder;
-      if (std::find(rp.nodes.begin(), rp.nodes.end(), gp.cpu_node) == rp.nodes.end()) {
+      if (std::ranges::find(rp.nodes, gp.cpu_node) == rp.nodes.end()) {
         rp.nodes.push_back(gp.cpu_node);
       }
     }
@@ -382,7 +382,7 @@ void nic_env(const CpuPlan &p, RankPlan &rp) {
       }
       const std::string v = gp.nic_ib_device.empty() ? gp.nic : gp.nic_ib_device + ":" + std::to_string(gp.nic_ib_port);
       auto &list = gp.nic_ib_device.empty() ? ifnames : hcas;
-      if (std::find(list.begin(), list.end(), v) == list.end()) {
+      if (std::ranges::find(list, v) == list.end()) {
         list.push_back(v);
       }
     }
@@ -416,8 +416,7 @@ void plan_rank_env(const Topology &topo, CpuPlan &p) {
     for (const unsigned g : rp.gpus) {
       gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     }
-    const bool nvidia =
-        std::all_of(rp.gpus.begin(), rp.gpus.end(), [&](unsigned g) { return topo.gpus[g].vendor == "NVIDIA"; });
+    const bool nvidia = std::ranges::all_of(rp.gpus, [&](unsigned g) { return topo.gpus[g].vendor == "NVIDIA"; });
     rp.env.emplace_back("OMP_NUM_THREADS", std::to_string(rp.omp_threads));
     rp.env.emplace_back("NCCL_SET_THREAD_NAME", "1");
     if (nvidia) {
@@ -530,7 +529,7 @@ Result<CpuSet> resolve_cpuset(std::string_view spec, const CpuPlan &plan) {
   if (spec == "online") {
     return plan.online;
   }
-  if (spec.rfind("feeder:", 0) == 0) {
+  if (spec.starts_with("feeder:")) {
     const auto idx = parse_int<unsigned>(spec.substr(7));
     if (!idx) {
       return input_error("'" + std::string(spec) + "': expected feeder:GPU_INDEX");
@@ -543,7 +542,7 @@ Result<CpuSet> resolve_cpuset(std::string_view spec, const CpuPlan &plan) {
     return input_error("'" + std::string(spec) + "': the plan has no GPU " + std::to_string(*idx) + " (" +
                        std::to_string(plan.gpus.size()) + " GPUs planned)");
   }
-  if (spec.rfind("nic:", 0) == 0) {
+  if (spec.starts_with("nic:")) {
     for (const auto &n : plan.nics) {
       if (n.name == spec.substr(4)) {
         return n.irq_cpus;

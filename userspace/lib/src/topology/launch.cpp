@@ -37,7 +37,7 @@ Result<LaunchSpec> launch_spec(const CpuPlan &plan, const LaunchOptions &opts) {
   const RankPlan *rp = nullptr;
   if (opts.gpu) {
     for (const auto &r : plan.ranks) {
-      if (std::find(r.gpus.begin(), r.gpus.end(), *opts.gpu) != r.gpus.end()) {
+      if (std::ranges::find(r.gpus, *opts.gpu) != r.gpus.end()) {
         rp = &r;
       }
     }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <utility>
 
 namespace mltune {
 
@@ -145,7 +146,7 @@ void parse_ext_caps(const Bytes &b, PciConfig &c) {
   }
   c.ext_caps_readable = true;
   size_t p = k_ext_cap_start;
-  for (int guard = 0; guard < static_cast<int>((k_cfg_size - k_ext_cap_start) / 4); ++guard) {
+  for (int guard = 0; std::cmp_less(guard, (k_cfg_size - k_ext_cap_start) / 4); ++guard) {
     if (p < k_ext_cap_start || !b.has(p, 8)) {
       return;
     }

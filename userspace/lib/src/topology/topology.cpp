@@ -29,8 +29,7 @@ const NumaNode *Topology::node(int id) const {
 }
 
 const PciNode *Topology::pci_node(std::string_view address) const {
-  const auto it = std::lower_bound(pci.begin(), pci.end(), address,
-                                   [](const PciNode &n, std::string_view a) { return n.address < a; });
+  const auto it = std::ranges::lower_bound(pci, address, std::ranges::less{}, &PciNode::address);
   return it != pci.end() && it->address == address ? &*it : nullptr;
 }
 
@@ -40,21 +39,21 @@ unsigned Topology::cpu_nodes() const {
 }
 
 bool Topology::smt() const {
-  return std::any_of(cores.begin(), cores.end(), [](const Core &c) { return c.threads.count() > 1; });
+  return std::ranges::any_of(cores, [](const Core &c) { return c.threads.count() > 1; });
 }
 
 namespace {
 
 // "node12" -> 12 for names PREFIX<digits>.
 std::optional<int> suffix_number(std::string_view name, std::string_view prefix) {
-  if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) {
+  if (name.size() <= prefix.size() || !name.starts_with(prefix)) {
     return std::nullopt;
   }
   auto v = parse_int<int>(name.substr(prefix.size()));
   if (!v || *v < 0 || *v > 1 << 20) {
     return std::nullopt;
   }
-  return *v;
+  return v;
 }
 
 class Reader {
@@ -396,7 +395,7 @@ std::vector<int> numa_node_ids(const Sysroot &root, Topology &t) {
         node_ids.push_back(*n);
       }
     }
-    std::sort(node_ids.begin(), node_ids.end());
+    std::ranges::sort(node_ids);
   }
   return node_ids;
 }
@@ -416,8 +415,7 @@ std::optional<std::uint64_t> meminfo_total_kb(std::string_view mi) {
   if (v.size() > 3 && v.substr(v.size() - 2) == "kB") {
     v = trim(v.substr(0, v.size() - 2));
   }
-  auto kb = parse_int<std::uint64_t>(v);
-  return kb ? std::optional<std::uint64_t>(*kb) : std::nullopt;
+  return parse_int<std::uint64_t>(v);
 }
 
 void read_node_meminfo(const Sysroot &root, Reader &rd, const std::string &dir, NumaNode &n) {
@@ -544,7 +542,7 @@ void build_cores_and_sockets(Topology &t, CpuInfoMap &cpus) {
     auto &s = sockets[ci.socket];
     s.id = ci.socket;
     s.cpus.set(c);
-    if (ci.node >= 0 && std::find(s.nodes.begin(), s.nodes.end(), ci.node) == s.nodes.end()) {
+    if (ci.node >= 0 && std::ranges::find(s.nodes, ci.node) == s.nodes.end()) {
       s.nodes.push_back(ci.node);
     }
     if (seen.test(c)) {
@@ -562,7 +560,7 @@ void build_cores_and_sockets(Topology &t, CpuInfoMap &cpus) {
     t.cores.push_back(std::move(core));
   }
   for (auto &[id, s] : sockets) {
-    std::sort(s.nodes.begin(), s.nodes.end());
+    std::ranges::sort(s.nodes);
     t.sockets.push_back(std::move(s));
   }
 }
@@ -631,7 +629,7 @@ std::vector<unsigned> pci_irqs(const Sysroot &root, Reader &rd, const std::strin
       irqs.push_back(static_cast<unsigned>(*v));
     }
   }
-  std::sort(irqs.begin(), irqs.end());
+  std::ranges::sort(irqs);
   return irqs;
 }
 
@@ -662,8 +660,8 @@ void find_nics(const Sysroot &root, Topology &t, PciSeen *seen) {
     nic.driver = rd.link_name(base + "/device/driver");
     read_ib_device(root, *pcidev, nic);
     for (const auto &q : root.list_dir(base + "/queues")) {
-      nic.rx_queues += q.rfind("rx-", 0) == 0 ? 1 : 0;
-      nic.tx_queues += q.rfind("tx-", 0) == 0 ? 1 : 0;
+      nic.rx_queues += q.starts_with("rx-") ? 1 : 0;
+      nic.tx_queues += q.starts_with("tx-") ? 1 : 0;
     }
     for (const unsigned i : pci_irqs(root, rd, *pcidev)) {
       nic.irqs.push_back({i, std::string()});
@@ -694,7 +692,7 @@ void find_nvme(const Sysroot &root, Topology &t, PciSeen *seen) {
 } // namespace detail
 
 void name_nic_irqs(const Sysroot &root, Topology &t) {
-  if (std::none_of(t.nics.begin(), t.nics.end(), [](const Nic &n) { return !n.irqs.empty(); })) {
+  if (std::ranges::none_of(t.nics, [](const Nic &n) { return !n.irqs.empty(); })) {
     return;
   }
   const auto names = irq_names(root);
