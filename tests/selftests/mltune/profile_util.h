@@ -258,6 +258,61 @@ static inline long meminfo_kb(const char *field)
 	return kb;
 }
 
+/*
+ * Whether a /proc/vmallocinfo caller allocates kernel thread stacks
+ * (CONFIG_VMAP_STACK): kworkers and helper threads come and go with the
+ * load, and up to two freed stacks per CPU stay cached, so their pages
+ * measure the machine, not the module under test.
+ */
+static inline bool vmalloc_stack_caller(const char *caller)
+{
+	static const char *const stack[] = {
+		"alloc_thread_stack_node", "dup_task_struct", "copy_process",
+		"kernel_clone", "fork_idle", "create_io_thread",
+	};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(stack) / sizeof(stack[0]); i++) {
+		n = strlen(stack[i]);
+		if (!strncmp(caller, stack[i], n) && caller[n] == '+')
+			return true;
+	}
+	return false;
+}
+
+/*
+ * vmalloc memory in kB from /proc/vmallocinfo (root: callers by symbol),
+ * kernel thread stacks left out: the module's text and data, what its code
+ * vmallocs (an area it leaks keeps a raw address as its caller once the
+ * module is gone) and everything else but stacks. With @report, each area
+ * counted is printed (caller and kB) for a failure's diagnosis. -1 on error.
+ */
+static inline long vmalloc_kb_no_stacks(bool report)
+{
+	char *info = slurp("/proc/vmallocinfo"), *line, *save = NULL;
+	long kb = 0;
+
+	if (!info)
+		return -1;
+	for (line = strtok_r(info, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *pages = strstr(line, " pages=");
+		char range[64], caller[128];
+		long size, area_kb;
+
+		if (!pages || !strstr(line, " vmalloc") ||
+		    sscanf(line, "%63s %ld %127s", range, &size, caller) != 3 ||
+		    vmalloc_stack_caller(caller))
+			continue;
+		area_kb = strtol(pages + 7, NULL, 10) * (getpagesize() / 1024);
+		kb += area_kb;
+		if (report)
+			ksft_print_msg("  vmalloc %ld kB by %s\n", area_kb, caller);
+	}
+	free(info);
+	return kb;
+}
+
 /* Slab in /proc/meminfo in kB after dropping caches; -1 on error. */
 static inline long slab_kb(void)
 {
