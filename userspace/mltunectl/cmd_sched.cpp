@@ -229,20 +229,22 @@ void run_watch(Context &ctx, const SchedArgs &args) {
   wo.sched.ledger_ttl_ms = 60000;
   std::ostream &out = *ctx.out;
   const bool json = ctx.json;
+  // Each line flushed as it happens: the watcher runs for as long as the
+  // node does, and its log (a file, a pipe, the journal) is read meanwhile.
   wo.sched.log = [&out, json](const SchedAction &a) {
     if (json) {
       auto j = sched_action_json(a);
       j["time"] = mono_stamp();
-      out << j.dump() << '\n';
+      out << j.dump() << '\n' << std::flush;
     } else {
-      out << mono_stamp() << " " << action_line(a) << '\n';
+      out << mono_stamp() << " " << action_line(a) << '\n' << std::flush;
     }
   };
   wo.log = [&out, json](const std::string &s) {
     if (json) {
-      out << nlohmann::json{{"time", mono_stamp()}, {"log", s}}.dump() << '\n';
+      out << nlohmann::json{{"time", mono_stamp()}, {"log", s}}.dump() << '\n' << std::flush;
     } else {
-      out << mono_stamp() << " " << s << '\n';
+      out << mono_stamp() << " " << s << '\n' << std::flush;
     }
   };
   const double dur = args.duration;
