@@ -213,7 +213,10 @@ t_check "after the mask change: no movable kthread on 6-7, workqueue cpumask $wq
 if [ "$mech" = sched_ext ]; then
 	t_check "still sched_ext after the CLI exited" sh -c "$CTL feeder status | grep -q 'mltune_feeder attached'"
 	"$CTL" feeder inject-error
-	sleep 2
+	# The kernel ejects the scheduler, the loader falls back: the status
+	# line is the event (60 s bounds a hang, not the time it takes).
+	fell_back() { "$CTL" feeder status | grep -q '^fallback: cpuset partition after sched_ext ejection'; }
+	t_wait 60 fell_back
 	"$CTL" feeder status | sed 's/^/# /'
 	t_check "injected error: cpuset fallback reported" sh -c "$CTL feeder status | grep -q '^fallback: cpuset partition after sched_ext ejection: scheduler error'"
 else

@@ -45,8 +45,10 @@ trap cleanup EXIT
 # ---- 1. watcher: DEADLINE on the rename's own event ------------------------
 mltunectl sched watch --profile training >$T/watch.log 2>&1 &
 wpid=$!
-i=0
-while ! grep -q "watching" $T/watch.log && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+# Its "watching" line, the event the mimic below must not start before (a
+# loaded host took over 10 s to print it: the renames came before the
+# subscription and only a later rescan caught them); 60 s is a hang bound.
+wait_for "watching" $T/watch.log
 t_check "watcher subscribes to the proc connector" grep -q watching $T/watch.log
 
 # The mimic's threads live until the script creates $T/release (at most 120 s),
