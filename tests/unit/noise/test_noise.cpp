@@ -167,7 +167,7 @@ TEST(NoiseProc, DeltasPerCpuAndSource) {
   const auto *kw = find(*c2, "task:40");
   ASSERT_NE(kw, nullptr);
   EXPECT_EQ(kw->count, 15U);
-  EXPECT_EQ(*kw->ns, 2000000U);
+  EXPECT_EQ(kw->ns, 2000000U);
   EXPECT_TRUE(kw->kthread);
   EXPECT_EQ(kw->known, "workqueue worker");
   const auto *own = find(*c2, "task:300");
@@ -299,7 +299,7 @@ TEST(NoiseBpf, ReportNamesKnownSourcesAndRanksByTime) {
   const NoiseReport r = build_noise_report(fake.root(), raw, cpus("2"), 10, "/mltune-feeder", syms);
   ASSERT_EQ(r.per_cpu.size(), 1U);
   const CpuNoise &c = r.per_cpu[0];
-  EXPECT_EQ(*c.switches, 2024U);
+  EXPECT_EQ(c.switches, 2024U);
   // The IRQ with the softirqs on its exit takes the most time: the worst offender.
   const auto off = c.offenders(3);
   ASSERT_EQ(off.size(), 3U);
@@ -376,11 +376,11 @@ TEST(NoiseBpf, TaskRunningWhenTheWindowClosesIsCharged) {
   EXPECT_EQ(raw.entries[0].id, 99U);
   EXPECT_EQ(raw.entries[0].name, "busy");
   EXPECT_EQ(raw.entries[0].count, 0U);
-  EXPECT_EQ(*raw.entries[0].ns, 100000U - 2000 - 500);
+  EXPECT_EQ(raw.entries[0].ns, 100000U - 2000 - 500);
   // An entry that exists already gets the time added.
   add_running_tasks(raw, pcpu, cpus("2"), 1000, 101000);
   ASSERT_EQ(raw.entries.size(), 1U);
-  EXPECT_EQ(*raw.entries[0].ns, 2 * (100000U - 2500));
+  EXPECT_EQ(raw.entries[0].ns, 2 * (100000U - 2500));
 }
 
 TEST(NoiseKallsyms, NamesOnlyTheAddressesAsked) {
