@@ -19,10 +19,8 @@
 #
 # Once the build is done, the guest stages (each guest one emulator thread)
 # run in a lane of their own beside the rest (lint, unit tests, packages,
-# node test), on the core a guest leaves free; once the packages are built
-# the fleet test runs in a lane of its own beside the node test. Each
-# lane's report follows the rest's. MLTUNE_CHECK_LANES=1 runs everything
-# one after the other instead.
+# node and fleet test), on the core a guest leaves free; their report
+# follows the rest's. MLTUNE_CHECK_LANES=1 runs them one after the other instead.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
@@ -262,18 +260,11 @@ deb_suite() {
 # installed, booted, used and purged; and tests/fleet/run: Kubernetes
 # manifests, container mode, Slurm and Ansible. Every TAP line counts.
 debs_built=0
-fleet_suite() { deb_suite fleet-test tests/fleet/run; }
 deb_suites() {
 	note "---- Debian packages, the node test and the fleet test"
 	stage deb make -s deb && debs_built=1
-	if [ "$lanes" = 2 ] && [ "$debs_built" = 1 ]; then
-		lane_start fleet-lane fleet_suite
-		deb_suite node-test tests/node/run
-		lane_join fleet-lane
-	else
-		deb_suite node-test tests/node/run
-		fleet_suite
-	fi
+	deb_suite node-test tests/node/run
+	deb_suite fleet-test tests/fleet/run
 }
 
 # guest_stages: the kselftests in a guest of every bootable matrix kernel,
@@ -295,11 +286,9 @@ guest_stages() {
 
 # What runs in the background goes with the check: the load, and the guest
 # lane with its guests (the lane is a process group of its own).
-load_pid=''
-declare -A lane_pids=()
+load_pid='' lane_pid=''
 stop_background() {
-	local l
-	for l in "${!lane_pids[@]}"; do kill -- "-${lane_pids[$l]}" 2>/dev/null; done
+	[ -z "$lane_pid" ] || kill -- "-$lane_pid" 2>/dev/null
 	[ -z "$load_pid" ] || kill "$load_pid" 2>/dev/null
 	wait 2>/dev/null
 }
@@ -315,39 +304,34 @@ if [ "$load" = 1 ]; then
 	note "---- under load: stress-ng $host_load here, stress-ng $MLTUNE_VM_GUEST_LOAD in every guest"
 fi
 
-# Lanes: a function run in the background beside the rest, each guest one
-# emulator thread on the core the rest leaves. lane_start NAME FUNC: FUNC's
-# output goes to build/check/NAME.log, its counts and failed items to
-# build/check/NAME.state for lane_join NAME, which prints the log and adds
-# them. The guest lane (guest_stages) starts after the build; the fleet
-# lane (the fleet test) once the packages are built, beside the node test.
+# The guest lane: guest_stages in the background, its output in
+# build/check/guest-lane.log, its counts and failed items in
+# build/check/guest-lane.state for lane_join.
 lane_start() {
-	local name=$1 func=$2
-	note "---- $name runs beside the rest from here (progress: build/check/$name.log)"
-	rm -f "$LOGS/$name.state"
+	note "---- the guest stages run beside the rest from here (progress: build/check/guest-lane.log)"
+	rm -f "$LOGS/guest-lane.state"
 	set -m	# the lane in a process group of its own, for stop_background
 	(
 		local n0=${#failed_items[@]}
 		# shellcheck disable=SC2030 # the lane's own counts, for lane_join
 		pass=0 fail=0 skip=0
-		"$func"
-		{ echo "$pass $fail $skip"; printf '%s\n' "${failed_items[@]:n0}"; } >"$LOGS/$name.state"
-	) >"$LOGS/$name.log" 2>&1 </dev/null &
-	lane_pids[$name]=$!
+		guest_stages
+		{ echo "$pass $fail $skip"; printf '%s\n' "${failed_items[@]:n0}"; } >"$LOGS/guest-lane.state"
+	) >"$LOGS/guest-lane.log" 2>&1 </dev/null &
+	lane_pid=$!
 	set +m
 }
 lane_join() {
-	local name=$1 p f k item
-	wait "${lane_pids[$name]}"
-	unset "lane_pids[$name]"
-	note "---- $name (build/check/$name.log)"
-	cat "$LOGS/$name.log"
-	if ! { read -r p f k && [ -n "$k" ]; } <"$LOGS/$name.state" 2>/dev/null; then
-		note "FAIL the $name ended without its counts (log: build/check/$name.log)"
-		count 0 1 0; failed_items+=("$name"); return
+	local p f k item
+	wait "$lane_pid"
+	lane_pid=''
+	cat "$LOGS/guest-lane.log"
+	if ! { read -r p f k && [ -n "$k" ]; } <"$LOGS/guest-lane.state" 2>/dev/null; then
+		note "FAIL the guest lane ended without its counts (log: build/check/guest-lane.log)"
+		count 0 1 0; failed_items+=("guest-lane"); return
 	fi
 	count "$p" "$f" "$k"
-	while read -r item; do [ -n "$item" ] && failed_items+=("$item"); done < <(tail -n +2 "$LOGS/$name.state")
+	while read -r item; do [ -n "$item" ] && failed_items+=("$item"); done < <(tail -n +2 "$LOGS/guest-lane.state")
 }
 
 if [ "$vm_only" = 0 ]; then
@@ -369,7 +353,7 @@ if [ "$vm_only" = 0 ]; then
 	stage build-userspace make -s userspace
 	for s in $kernels; do stage "build-kmod-$s" make -s "kmod-$s"; done
 	stage build-selftests make -s selftests
-	[ "$lanes" = 2 ] && lane_start guest-lane guest_stages
+	[ "$lanes" = 2 ] && lane_start
 
 	note "---- lint"
 	stage checkpatch make -s checkpatch
@@ -403,8 +387,9 @@ if [ "$vm_only" = 0 ]; then
 	# the fetch started with the build: waited for, its failure named
 	stage fetch-kernels fetch_wait
 fi
-if [ -n "${lane_pids[guest-lane]:-}" ]; then
-	lane_join guest-lane
+if [ -n "$lane_pid" ]; then
+	note "---- the guest lane (build/check/guest-lane.log)"
+	lane_join
 else
 	guest_stages
 fi
