@@ -42,6 +42,7 @@
 #include <linux/kobject.h>
 #include <linux/list.h>
 #include <linux/mm.h>
+#include <linux/mmzone.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
@@ -278,6 +279,23 @@ static void hp_users_clear(void)
 /* ---- reservation ---- */
 
 /*
+ * The 2 MiB pages @nid's allocator manages at all in the zones GFP_KERNEL
+ * allocates from: a whole request above it can never succeed, and trying
+ * would first reclaim and compact the whole node (migrating every task's
+ * pages there) only to give it all back.
+ */
+static unsigned long hp_node_managed(int nid)
+{
+	pg_data_t *pgdat = NODE_DATA(nid);
+	unsigned long pages = 0;
+	int z;
+
+	for (z = 0; z <= ZONE_NORMAL; z++)
+		pages += zone_managed_pages(&pgdat->node_zones[z]);
+	return pages >> HP_ORDER;
+}
+
+/*
  * Allocate @want pages on @n's node and add them to its pool.  With @whole,
  * all of them or none: a short allocation is given back (a sysfs write
  * changes the pool whole or not at all).  Without, what was obtained is
@@ -291,6 +309,8 @@ static unsigned long hp_node_grow(struct hp_node *n, unsigned long want,
 	LIST_HEAD(pages);
 
 	lockdep_assert_held(&hp_resize_lock);
+	if (whole && want > hp_node_managed(n->nid))
+		return 0;
 	while (got < want && !fatal_signal_pending(current)) {
 		page = mltune_alloc(alloc_pages_node(n->nid, HP_GFP, HP_ORDER));
 		if (!page)
