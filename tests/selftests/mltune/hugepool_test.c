@@ -271,18 +271,24 @@ static long direct_stalls(void)
 
 TEST_F(pool, reservation_beyond_memory_changes_nothing)
 {
-	long got, stalls;
+	long got, stalls, added = -1;
+	int try;
 
 	/*
 	 * 1 GiB cannot fit a 768 MiB node: ENOMEM at once, without reclaiming
 	 * or compacting the node first (no direct stall counted), and the
 	 * pool stays as it was.  (A refusal after some pages were obtained
 	 * gives them back: alloc_fault_test fails each allocation in turn.)
+	 * The counters are global: another task's reclaim can land in one
+	 * window, not in three; the refused write stalls in every one.
 	 */
-	stalls = direct_stalls();
-	ASSERT_LE(0, stalls);
-	EXPECT_EQ(-ENOMEM, node_reserve(0, "1G"));
-	EXPECT_EQ(stalls, direct_stalls());
+	for (try = 0; try < 3 && added != 0; try++) {
+		stalls = direct_stalls();
+		ASSERT_LE(0, stalls);
+		EXPECT_EQ(-ENOMEM, node_reserve(0, "1G"));
+		added = direct_stalls() - stalls;
+	}
+	EXPECT_EQ(0, added);
 	got = node_read(0, "reserved");
 	EXPECT_EQ((long)TEST_PAGES, got);
 	EXPECT_EQ((long)TEST_PAGES, node_read(0, "free"));
