@@ -156,6 +156,8 @@ EOF
 # tree's build (the guest has no network), no kernel module.
 jq -n --arg deb "$deb" '{mltune_deb_files: [$deb], mltune_dkms: false, mltune_profile: "training"}' >"$tmp/vars.json"
 export ANSIBLE_TIMEOUT=60 ANSIBLE_PIPELINING=1
+# each task's time in the log (ansible.posix, shipped with Debian's ansible)
+export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks
 
 # The guest runs under TCG: its sshd may take minutes to answer.
 wait_s=${MLTUNE_FLEET_SSH_WAIT:-900}
