@@ -92,12 +92,12 @@ vm_run_begins() {
 # first attempt, say so and exec COMMAND ARGS as the second attempt;
 # otherwise return.
 vm_rerun_void() {
-	local klog=$1 faults others
+	local klog=$1 splats faults
 	shift
-	faults=$(vm_splats "$klog" | grep -E "$VM_FAULT_RE" || true)
+	splats=$(vm_splats "$klog")
+	faults=$(grep -E "$VM_FAULT_RE" <<<"$splats" || true)
 	[ -n "$faults" ] || return 0
-	others=$(vm_splats "$klog" | grep -vE "$VM_FAULT_RE|$VM_USER_CRASH_RE" || true)
-	[ -z "$others" ] || return 0
+	! grep -qvE "$VM_FAULT_RE|$VM_USER_CRASH_RE" <<<"$splats" || return 0
 	if [ "${MLTUNE_VM_ATTEMPT:-1}" != 1 ]; then
 		echo "vm: the emulator faulted in the repeated run as well: the run fails" >&2
 		return 0
