@@ -37,6 +37,7 @@ namespace mltune {
 namespace detail {
 class NodeDomains;
 } // namespace detail
+struct NodeConfig; // mltune/config.hpp
 
 inline constexpr std::string_view k_node_lock = "/run/mltune/node.lock";
 
@@ -77,6 +78,16 @@ private:
 class ProfileSwitch {
 public:
   ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const NodeSeams &seams = {});
+  // The measured switch of `mltunectl prove`: the profile's domains that act
+  // on the running node (no boot parameters) and, where `feeder` names feeder
+  // CPUs (a cpulist or plan role, FeederRequest in `feeder_request`), the
+  // feeder cores too, as one transaction.
+  struct Measured {
+    std::optional<std::string> feeder;
+    FeederRequest feeder_request;
+  };
+  ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const Measured &measured,
+                const NodeSeams &seams = {});
   [[nodiscard]] Result<TransactionReport> run(const TransactionOptions &opt);
 
   ~ProfileSwitch();
@@ -93,6 +104,7 @@ private:
   const Profile &profile_;
   const Sysroot &root_;
   Backend backend_;
+  std::unique_ptr<NodeConfig> measured_; // the feeder settings of a measured switch
   // The steps, from the node's ordered domain list (node/domains.hpp).
   std::unique_ptr<detail::NodeDomains> domains_;
 };

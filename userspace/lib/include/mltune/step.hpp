@@ -120,6 +120,14 @@ struct TransactionOptions {
   // a test can kill it there (the modules step has "modules/recorded" too,
   // ModuleStep::stop_at()).
   std::string stop_at;
+  // Measuring hooks (mltunectl prove, switch --gate): `before_apply` runs
+  // after every step planned and before the first applies (an error: nothing
+  // was changed); `after_apply` after every step applied (and verified).
+  // When it returns false, or an error, every step is rolled back newest
+  // first: false is a decision (TransactionReport::rolled_back), an error a
+  // failure.
+  std::function<Status()> before_apply;
+  std::function<Result<bool>()> after_apply;
 };
 
 // The process stops itself (SIGSTOP) when `point` is `stop_at`: the
@@ -128,6 +136,10 @@ void stop_point(std::string_view stop_at, std::string_view point);
 
 struct TransactionReport {
   std::vector<std::string> applied; // step names, in order
+  // after_apply decided against the transaction: every applied step was
+  // rolled back ("" in rollback_failed) or some failed to (what failed).
+  bool rolled_back = false;
+  std::string rollback_failed;
 };
 
 Result<TransactionReport> run_transaction(std::span<Step *const> steps, const TransactionOptions &opt);

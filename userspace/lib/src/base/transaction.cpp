@@ -79,6 +79,11 @@ Result<TransactionReport> run_transaction(std::span<Step *const> steps, const Tr
   if (opt.dry_run) {
     return rep;
   }
+  if (opt.before_apply) {
+    if (auto st = opt.before_apply(); !st) {
+      return with_context(st.error(), "before the first step applied; nothing was changed");
+    }
+  }
   for (size_t i = 0; i < steps.size(); ++i) {
     progress(opt, *steps[i], "apply");
     if (auto st = steps[i]->apply(); !st) {
@@ -96,6 +101,22 @@ Result<TransactionReport> run_transaction(std::span<Step *const> steps, const Tr
       progress(opt, *s, "verify");
       if (auto st = s->verify(); !st) {
         return abort_with(st.error(), *s, "verify", steps, opt);
+      }
+    }
+  }
+  if (opt.after_apply) {
+    auto keep = opt.after_apply();
+    if (!keep) {
+      Error out = with_context(keep.error(), "after every step applied");
+      const std::string failed = roll_back(steps, opt);
+      out.message += failed.empty() ? "; rolled back: " + names_rolled_back(steps) : failed;
+      return out;
+    }
+    if (!*keep) {
+      rep.rolled_back = true;
+      rep.rollback_failed = roll_back(steps, opt);
+      if (rep.rollback_failed.starts_with("; ")) {
+        rep.rollback_failed.erase(0, 2);
       }
     }
   }

@@ -20,6 +20,7 @@ constexpr unsigned k_check = bit(NodeOp::check);
 constexpr unsigned k_status = bit(NodeOp::status);
 constexpr unsigned k_off = bit(NodeOp::off);
 constexpr unsigned k_to_baseline = bit(NodeOp::to_baseline);
+constexpr unsigned k_prove = bit(NodeOp::prove);
 constexpr unsigned k_reads = k_check | k_status | k_off | k_to_baseline;
 
 struct Domain {
@@ -41,12 +42,12 @@ struct Domain {
 // profile's (the boot parameters, the feeder cores and the pool are not
 // the running profile's).
 constexpr std::array k_domains{
-    Domain{"modules", k_switch | k_follow | k_reset | k_config | k_check | k_off | k_to_baseline},
-    Domain{"knobs", k_switch | k_follow | k_config | k_check | k_off | k_to_baseline},
-    Domain{"feeder", k_config | k_status | k_off},
-    Domain{"nic", k_switch | k_follow | k_reset | k_config | k_check | k_off | k_to_baseline},
-    Domain{"sched", k_switch | k_follow | k_reset | k_check | k_off | k_to_baseline},
-    Domain{"hugepages", k_switch | k_follow | k_reset | k_config | k_check | k_off | k_to_baseline},
+    Domain{"modules", k_switch | k_follow | k_reset | k_config | k_check | k_off | k_to_baseline | k_prove},
+    Domain{"knobs", k_switch | k_follow | k_config | k_check | k_off | k_to_baseline | k_prove},
+    Domain{"feeder", k_config | k_status | k_off | k_prove},
+    Domain{"nic", k_switch | k_follow | k_reset | k_config | k_check | k_off | k_to_baseline | k_prove},
+    Domain{"sched", k_switch | k_follow | k_reset | k_check | k_off | k_to_baseline | k_prove},
+    Domain{"hugepages", k_switch | k_follow | k_reset | k_config | k_check | k_off | k_to_baseline | k_prove},
     Domain{"pool", k_config | k_status | k_off},
     Domain{"boot", k_switch | k_status | k_off},
 };

@@ -48,6 +48,10 @@ enum class NodeOp : unsigned {
   status = 1U << 5,      // node_status(): the domains with a state of their own (Step::state)
   off = 1U << 6,         // node_off(): every domain back on its baseline (Step::off), newest first
   to_baseline = 1U << 7, // switch_to_baseline(): the running profile's domains (Step::off), newest first
+  // `prove` and its measured switch: the running node's domains of the
+  // profile and, when asked, the feeder cores; no boot parameters (they
+  // act only after a reboot, which a measurement cannot wait for).
+  prove = 1U << 8,
 };
 
 class NodeDomains {

@@ -68,6 +68,22 @@ ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backen
     : profile_(profile), root_(root), backend_(backend),
       domains_(std::make_unique<detail::NodeDomains>(root, &profile, backend, seams)) {}
 
+namespace {
+std::unique_ptr<NodeConfig> measured_config(const ProfileSwitch::Measured &m) {
+  auto cfg = std::make_unique<NodeConfig>();
+  cfg->source = "mltunectl prove";
+  cfg->feeder_cpus = m.feeder;
+  cfg->feeder_mechanism = m.feeder_request.mechanism;
+  cfg->feeder_partition = m.feeder_request.partition;
+  return cfg;
+}
+} // namespace
+
+ProfileSwitch::ProfileSwitch(const Profile &profile, const Sysroot &root, Backend backend, const Measured &measured,
+                             const NodeSeams &seams)
+    : profile_(profile), root_(root), backend_(backend), measured_(measured_config(measured)),
+      domains_(std::make_unique<detail::NodeDomains>(root, &profile, backend, seams, measured_.get())) {}
+
 ProfileSwitch::~ProfileSwitch() = default;
 
 ModuleStep &ProfileSwitch::modules() {
@@ -92,7 +108,11 @@ Result<TransactionReport> ProfileSwitch::run(const TransactionOptions &opt) {
     return lock.error();
   }
   domains_->modules().stop_at(opt.stop_at);
-  auto r = run_transaction(domains_->steps(detail::NodeOp::profile_switch), opt);
+  auto r = run_transaction(
+      domains_->steps(measured_ != nullptr ? detail::NodeOp::prove : detail::NodeOp::profile_switch), opt);
+  if (r && r->rolled_back) {
+    return r; // as before it: nothing to record
+  }
   if (r && !opt.dry_run) {
     if (auto st = record_profile(root_, profile_); !st) {
       return with_context(st.error(), "recording the switched profile");
