@@ -164,6 +164,7 @@ struct NoiseOptions {
   std::string probe = "auto"; // "auto" (BPF, else /proc), "bpf" or "proc"
   std::string own_cgroup = "/mltune-feeder";
   std::vector<std::string> exec; // the window is this command's run (its exit status is kept)
+  std::vector<int> own_tgids;    // processes that are the CPUs' own work too, wherever their cgroup
 };
 
 // Called between start() and stop(): sleeps, or runs a command.
@@ -175,11 +176,15 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
 // On the node: makes the probes; the window sleeps opt.seconds or runs
 // opt.exec (whose exit status goes to *exec_status when given).
 Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, int *exec_status = nullptr);
+// On the node, over the caller's window (the feeding loop of mltune/prove.hpp).
+Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, const NoiseWindow &window);
 
 // The report of raw counts (measure_noise's last step; also for tests).
 // `kallsyms` maps function addresses to names (load_kallsyms()).
+// Tasks of `own_cgroup` or of a process in `own_tgids` are own work.
 NoiseReport build_noise_report(const Sysroot &root, const RawNoise &raw, const CpuSet &cpus, double seconds,
-                               const std::string &own_cgroup, const std::map<std::uint64_t, std::string> &kallsyms);
+                               const std::string &own_cgroup, const std::map<std::uint64_t, std::string> &kallsyms,
+                               const std::vector<int> &own_tgids = {});
 // Names of the given addresses from <sysroot>/proc/kallsyms.
 std::map<std::uint64_t, std::string> load_kallsyms(const Sysroot &root, const std::vector<std::uint64_t> &addrs);
 

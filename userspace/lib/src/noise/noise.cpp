@@ -223,7 +223,8 @@ bool to_source(const RawNoiseEntry &e, const std::map<std::uint64_t, std::string
 } // namespace
 
 NoiseReport build_noise_report(const Sysroot &root, const RawNoise &raw, const CpuSet &cpus, double seconds,
-                               const std::string &own_cgroup, const std::map<std::uint64_t, std::string> &kallsyms) {
+                               const std::string &own_cgroup, const std::map<std::uint64_t, std::string> &kallsyms,
+                               const std::vector<int> &own_tgids) {
   NoiseReport r;
   r.seconds = seconds;
   r.cpus = cpus;
@@ -252,7 +253,8 @@ NoiseReport build_noise_report(const Sysroot &root, const RawNoise &raw, const C
     if (!to_source(e, kallsyms, cgroups, s, cn.details)) {
       continue;
     }
-    if (s.kind == NoiseKind::task && in_cgroup(s.cgroup, own_cgroup)) {
+    if (s.kind == NoiseKind::task &&
+        (in_cgroup(s.cgroup, own_cgroup) || std::ranges::find(own_tgids, s.tgid) != own_tgids.end())) {
       s.own = true;
       own_pids.insert(s.pid);
     }
@@ -385,7 +387,8 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
       addrs.push_back(e.id);
     }
   }
-  NoiseReport r = build_noise_report(root, *raw, cpus, seconds, opt.own_cgroup, load_kallsyms(root, addrs));
+  NoiseReport r =
+      build_noise_report(root, *raw, cpus, seconds, opt.own_cgroup, load_kallsyms(root, addrs), opt.own_tgids);
   r.probe = probe->name();
   r.fallback = fallback;
   return r;
@@ -395,8 +398,6 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
   if (opt.exec.empty() && !(opt.seconds > 0 && opt.seconds <= 86400)) {
     return input_error("--duration: " + std::to_string(opt.seconds) + " is not a number of seconds in (0, 86400]");
   }
-  auto proc = make_proc_noise_probe(root);
-  auto bpf = make_bpf_noise_probe(root);
   const NoiseWindow window = [&opt, exec_status]() -> Status {
     if (!opt.exec.empty()) {
       auto r = detail::run_command(opt.exec, detail::CommandOutput::inherit);
@@ -411,6 +412,12 @@ Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, 
     std::this_thread::sleep_for(std::chrono::duration<double>(opt.seconds));
     return {};
   };
+  return measure_noise(root, opt, window);
+}
+
+Result<NoiseReport> measure_noise(const Sysroot &root, const NoiseOptions &opt, const NoiseWindow &window) {
+  auto proc = make_proc_noise_probe(root);
+  auto bpf = make_bpf_noise_probe(root);
   return measure_noise(root, opt, bpf ? bpf->get() : nullptr, bpf ? std::string() : bpf.error().message, *proc, window);
 }
 
