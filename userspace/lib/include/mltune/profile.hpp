@@ -7,6 +7,7 @@
 #include "mltune/sched.hpp"
 #include "mltune/sysroot.hpp"
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -77,6 +78,20 @@ struct BootSettings {
   std::string origin;             // "site.toml:3"
 };
 
+// [gate]: how a gated switch (switch --gate, gate = true in the node
+// configuration) judges the node after it applied against before
+// (mltune/prove.hpp): per measured figure, the most it may grow, as a ratio
+// (1.5: half as much again), or 0 where the figure is not gated; and how
+// long to measure.  Absent keys keep the defaults (prove.hpp).
+inline constexpr std::array<std::string_view, 6> k_gate_figures{"interruptions", "involuntary_switches", "step_p50_us",
+                                                                "step_p99_us",   "step_p999_us",         "step_max_us"};
+struct GateSettings {
+  std::vector<std::pair<std::string, double>> limits; // figure -> ratio (0: not gated), as the file states them
+  unsigned rounds = 0;                                // 0: the default
+  double seconds = 0;                                 // per round; 0: the default
+  std::string origin;                                 // "site.toml:3"
+};
+
 // [hugepages]: persistent hugetlbfs pages of one size on one NUMA node
 // ("2M" = { 0 = 1024, 1 = 1024 }), set by a switch (HugePageStep,
 // hugetlb.hpp) through /sys/devices/system/node/nodeN/hugepages.
@@ -107,6 +122,7 @@ struct Profile {
   std::vector<BlockRule> block;           // [block."GLOB"] tables, included files first
   std::optional<BootSettings> boot;       // [boot]: absent, the switch leaves the boot drop-in alone
   std::vector<HugePageSetting> hugepages; // [hugepages]: each size and node once, a later file's value wins
+  std::optional<GateSettings> gate;       // [gate]: a later file's keys over an earlier one's
 
   [[nodiscard]] const Knob *find(std::string_view key) const;
 };

@@ -108,10 +108,65 @@ Status merge_boot(const toml::table &boot, const std::string &display, Profile &
   return {};
 }
 
+// [gate]: FIGURE = RATIO (>= 1) or false; rounds = N; seconds = S.
+Status merge_gate(const toml::table &gate, const std::string &display, Profile &out) {
+  GateSettings g = out.gate.value_or(GateSettings{});
+  g.origin = where(display, gate.source());
+  for (const auto &[k, v] : gate) {
+    const std::string at = where(display, k.source());
+    const std::string key(k.str());
+    if (key == "rounds") {
+      const auto n = v.value<std::int64_t>();
+      if (!v.is_integer() || !n || *n < 1 || *n > 50) {
+        return input_error(at + ": [gate] rounds must be an integer from 1 to 50");
+      }
+      g.rounds = static_cast<unsigned>(*n);
+      continue;
+    }
+    if (key == "seconds") {
+      const auto x = v.value<double>();
+      if (!(v.is_floating_point() || v.is_integer()) || !x || !(*x >= 0.2 && *x <= 60)) {
+        return input_error(at + ": [gate] seconds must be a number from 0.2 to 60");
+      }
+      g.seconds = *x;
+      continue;
+    }
+    if (std::ranges::find(k_gate_figures, key) == k_gate_figures.end()) {
+      std::string names;
+      for (auto f : k_gate_figures) {
+        names += (names.empty() ? "" : ", ") + std::string(f);
+      }
+      return input_error(at + ": [gate] unknown key '" + key + "' (expected rounds, seconds or a figure: " + names +
+                         ")");
+    }
+    double ratio = 0;
+    if (v.is_boolean()) {
+      if (*v.value<bool>()) {
+        return input_error(at + ": [gate] " + key + " = true: give the ratio it may grow by (1.5), or false");
+      }
+    } else if (const auto x = v.value<double>();
+               (v.is_floating_point() || v.is_integer()) && x && *x >= 1 && *x <= 1000) {
+      ratio = *x;
+    } else {
+      return input_error(at + ": [gate] " + key +
+                         " must be a ratio from 1 to 1000 (1.5: at most half as much again "
+                         "as before) or false");
+    }
+    const auto it = std::ranges::find_if(g.limits, [&](const auto &l) { return l.first == key; });
+    if (it != g.limits.end()) {
+      it->second = ratio;
+    } else {
+      g.limits.emplace_back(key, ratio);
+    }
+  }
+  out.gate = std::move(g);
+  return {};
+}
+
 // The registry.  `type` none: the parser checks the shape itself.  Knobs
 // ([sysctl], [sysfs]) have no parser here: pass 3 reads them before the
 // other sections (parse_knobs), so their entries only give the schema.
-constexpr std::array<ProfileSection, 9> k_sections{{
+constexpr std::array<ProfileSection, 10> k_sections{{
     {"modules", "modules", toml::node_type::array,
      "modules must be an array of module names or { name = ..., required = ... }",
      [](const toml::node &v, const std::string &d, Profile &p) { return merge_modules(*v.as_array(), d, p); }},
@@ -133,6 +188,8 @@ constexpr std::array<ProfileSection, 9> k_sections{{
      [](const toml::node &v, const std::string &d, Profile &p) {
        return merge_hugepages(*v.as_table(), d, p.hugepages);
      }},
+    {"gate", "[gate]", toml::node_type::table, "[gate] must be a table",
+     [](const toml::node &v, const std::string &d, Profile &p) { return merge_gate(*v.as_table(), d, p); }},
 }};
 
 const ProfileSection *section_of(std::string_view key) {
