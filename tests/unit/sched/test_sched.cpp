@@ -266,3 +266,32 @@ TEST(SchedAudit, NcclWithoutThreadNames) {
   }
   EXPECT_EQ(n, 1);
 }
+
+// Placement (cpus) is a root partition, which only DEADLINE threads get: on
+// another policy it would move nothing, so the profile is refused.
+TEST(SchedRules, CpusOnlyWithDeadline) {
+  auto fifo = ProfileLoader().load_text(R"(
+[[sched.rule]]
+name = "hog"
+thread = "hog"
+policy = "fifo"
+priority = 1
+cpus = "feeder"
+)",
+                                        "cpus.toml");
+  ASSERT_FALSE(fifo);
+  EXPECT_NE(fifo.error().message.find("cpus.toml:2: sched rule 'hog': cpus places DEADLINE threads only"),
+            std::string::npos)
+      << fifo.error().message;
+  auto dl = ProfileLoader().load_text(R"(
+[[sched.rule]]
+name = "proxy"
+thread = "proxy"
+policy = "deadline"
+runtime_us = 100
+period_us = 1000
+cpus = "feeder"
+)",
+                                      "cpus.toml");
+  EXPECT_TRUE(dl) << dl.error().message;
+}

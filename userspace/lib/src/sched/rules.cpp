@@ -354,6 +354,12 @@ Result<SchedRule> sched_rule_from_toml(const toml::table &t, const std::string &
   if (auto st = policy_fields(t, display, ctx, r.attr, false); !st) {
     return st.error();
   }
+  if (!r.cpus.empty() && r.attr.policy != SchedPolicy::deadline) {
+    // Placement is a root partition, which only DEADLINE threads get
+    // (Documentation/sched.rst): a cpus on another policy would be ignored.
+    return input_error(at + ": " + ctx + ": cpus places DEADLINE threads only (in a root partition); this rule's " +
+                       "policy is not deadline, so its threads would not move: leave cpus out");
+  }
   if (const auto *fb = t.get("fallback")) {
     const auto *ft = fb->as_table();
     if (ft == nullptr) {
