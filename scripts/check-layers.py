@@ -13,7 +13,7 @@ owner folder, and every folder a layer:
     2 domain    one folder per domain of a switch (knobs, nic, sched, feeder,
                 pool, boot, modules) and the observers (noise, drift)
     3 node      node-wide coordination over several domains (node), and the
-                commands' engines over it (audit, metrics, service)
+                commands' engines over it (audit, metrics, service, prove)
 
 The rules:
   1. a file includes no header of a higher layer;
@@ -35,7 +35,7 @@ import sys
 LAYER = {"base": 0, "profile": 1, "config": 1, "topology": 1,
          "switch": 2, "devices": 2, "nic": 2, "sched": 2, "feeder": 2, "pool": 2,
          "boot": 2, "modules": 2, "noise": 2, "drift": 2, "hugetlb": 2,
-         "node": 3, "audit": 3, "metrics": 3, "service": 3}
+         "node": 3, "audit": 3, "metrics": 3, "service": 3, "prove": 3}
 
 # Folders that are one domain: the knob domain expands [cpu] and [block]
 # settings into knobs (devices/) and switches them (switch/).
@@ -50,7 +50,8 @@ PUBLIC = {"result": "base", "sysroot": "base", "caches": "base", "cpulist": "bas
           "switch": "switch", "compare": "switch", "device_knobs": "devices",
           "nic": "nic", "sched": "sched", "feeder": "feeder", "pool": "pool", "boot": "boot",
           "modules": "modules", "noise": "noise", "drift": "drift", "hugetlb": "hugetlb",
-          "node": "node", "audit": "audit", "metrics": "metrics", "service": "service"}
+          "node": "node", "audit": "audit", "metrics": "metrics", "service": "service",
+          "prove": "prove"}
 
 # (including file, included header): why it is still there.
 EXCEPTIONS = {

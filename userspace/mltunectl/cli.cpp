@@ -153,7 +153,7 @@ constexpr Subcommand k_subcommands[] = {
     {"noise", register_noise},     {"drift", register_drift},       {"off", register_node},
     {"active", register_node},     {"status", register_node},       {"recommend", register_node},
     {"follow", register_node},     {"metrics", register_node},      {"conformance", register_node},
-    {"serve", register_serve},
+    {"serve", register_serve},     {"prove", register_prove},
 };
 
 // Registering every subcommand's options costs more than the work of a

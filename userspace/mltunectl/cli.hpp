@@ -24,6 +24,7 @@
 namespace mltune {
 struct NoiseReport;
 struct DriftWrite;
+struct ProveReport;
 class CpuSet;
 } // namespace mltune
 
@@ -105,6 +106,13 @@ void register_noise(CLI::App &app, Context &ctx);  // noise
 void register_drift(CLI::App &app, Context &ctx);  // drift start|stop|status|show
 void register_node(CLI::App &app, Context &ctx);   // off, active (status), recommend, follow, metrics
 void register_serve(CLI::App &app, Context &ctx);  // serve
+void register_prove(CLI::App &app, Context &ctx);  // prove
+// A proof's or a gated switch's report (`what`: "prove" or "gate"); sets rc
+// to 1 when a gated figure failed (gate) or a rollback failed.
+void print_prove(Context &ctx, const ProveReport &r, std::string_view what);
+nlohmann::json prove_json(const ProveReport &r);
+// The measuring rounds on stderr (not with --json unless -v).
+std::function<void(std::string_view, unsigned, unsigned)> prove_progress(Context &ctx);
 
 // The CPUs `noise` watches: "" every online CPU (an empty set), "feeder" the
 // active feeder cores (else the plan's), or a cpulist or plan role.

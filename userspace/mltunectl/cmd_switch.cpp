@@ -4,6 +4,7 @@
 
 #include "mltune/boot.hpp"
 #include "mltune/node.hpp"
+#include "mltune/prove.hpp"
 #include "mltune/switch.hpp"
 
 #include <algorithm>
@@ -16,6 +17,11 @@
 namespace mltune::cli {
 
 namespace {
+
+struct GateArgs {
+  bool on = false;
+  std::optional<std::string> cpus;
+};
 
 std::string_view action_name(PlanStep::Action a) {
   switch (a) {
@@ -165,7 +171,32 @@ void switch_baseline(Context &ctx, const Sysroot &root, Backend backend) {
   }
 }
 
-void run_switch(Context &ctx, const std::string &name, const std::string &backend_name) {
+// switch --gate: the switch measured before and after; a gated figure worse
+// than the profile's [gate] allows rolls the whole transaction back (exit 1).
+void run_gated(Context &ctx, const Sysroot &root, const Profile &p, Backend backend, const GateArgs &g) {
+  if (ctx.dry_run) {
+    return ctx.fail(input_error("switch --gate measures the node: it has no --dry-run"));
+  }
+  auto cpus = prove_cpus(root, g.cpus, std::nullopt);
+  if (!cpus) {
+    return ctx.fail(cpus.error());
+  }
+  const GateLimits limits = gate_limits(p);
+  ProveOptions o;
+  o.probe.cpus = *cpus;
+  o.probe.rounds = limits.rounds;
+  o.probe.seconds = limits.seconds;
+  o.probe.progress = prove_progress(ctx);
+  o.backend = backend;
+  o.gate = true;
+  auto rep = prove_profile(root, p, o);
+  if (!rep) {
+    return ctx.fail(rep.error());
+  }
+  print_prove(ctx, *rep, "gate");
+}
+
+void run_switch(Context &ctx, const std::string &name, const std::string &backend_name, const GateArgs &gate) {
   const Sysroot root = ctx.root();
   const Backend wanted = backend_name == "kernel"   ? Backend::kernel
                          : backend_name == "direct" ? Backend::direct
@@ -180,6 +211,9 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
   auto p = ProfileLoader(&root).load(name);
   if (!p) {
     return ctx.fail(p.error());
+  }
+  if (gate.on) {
+    return run_gated(ctx, root, *p, backend, gate);
   }
   // One transaction: every step is planned (the NIC settings validated)
   // before any is applied; a step that fails rolls back those before it.
@@ -244,13 +278,19 @@ void run_switch(Context &ctx, const std::string &name, const std::string &backen
 void register_switch(CLI::App &app, Context &ctx) {
   auto name = std::make_shared<std::string>();
   auto backend = std::make_shared<std::string>("auto");
+  auto gate = std::make_shared<GateArgs>();
   auto *cmd = app.add_subcommand("switch", "Switch the node to PROFILE atomically ('baseline' restores the "
                                            "values from before the first switch)");
   cmd->add_option("profile", *name, "Profile name, TOML file, or 'baseline'")->required();
   cmd->add_option("-b,--backend", *backend, "auto (kernel when the module is loaded), kernel or direct")
       ->check(CLI::IsMember({"auto", "kernel", "direct"}))
       ->capture_default_str();
-  cmd->callback([&ctx, name, backend] { run_switch(ctx, *name, *backend); });
+  cmd->add_flag("--gate", gate->on,
+                "Measure the feeder cores before and after; roll the switch back when a figure got worse than the "
+                "profile's [gate] allows (exit 1)");
+  cmd->add_option("--gate-cpus", gate->cpus, "With --gate: the CPUs measured (default: the feeder cores)")
+      ->check(non_empty_check("leave --gate-cpus out to measure the feeder cores"));
+  cmd->callback([&ctx, name, backend, gate] { run_switch(ctx, *name, *backend, *gate); });
 }
 
 } // namespace mltune::cli
