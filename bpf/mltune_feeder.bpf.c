@@ -5,7 +5,8 @@
  *
  * Policy (full switch: every SCHED_NORMAL/BATCH/IDLE task is scheduled here):
  *  - feeder tasks are the tasks of the feeder cgroup (cfg.cgid) and of its
- *    descendants; they run only on feeder CPUs (cfg.mask);
+ *    descendants; they run only on feeder CPUs (cfg.mask); one pinned to a
+ *    single feeder CPU is queued on that CPU's local queue directly;
  *  - feeder CPUs run only feeder tasks and per-CPU kthreads;
  *  - a task whose affinity leaves no CPU of its kind runs where its affinity
  *    says and is counted in stats.forced (never a stall);
@@ -230,6 +231,19 @@ void BPF_PROG(mltune_enqueue, struct task_struct *p, u64 enq_flags)
 		s->feeder_enq++;
 	else
 		s->normal_enq++;
+	/*
+	 * A feeder task pinned to one feeder CPU (one feeding loop per core)
+	 * goes straight to that CPU's local queue: through the shared queue
+	 * another CPU's dispatch may pull it first and pass it back, which
+	 * leaves its own CPU idle in between (an involuntary switch of the
+	 * task each time its slice ends).
+	 */
+	if (feeder && p->nr_cpus_allowed == 1 && cpu_ok(p, c, feeder, cpu)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | cpu, SLICE_NS, enq_flags);
+		if (cpu != (s32)bpf_get_smp_processor_id())
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
 	/* Last runnable task of a CPU of its kind: keep it there. */
 	if ((enq_flags & SCX_ENQ_LAST) && cpu_ok(p, c, feeder, cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, SLICE_NS, enq_flags);
@@ -242,8 +256,14 @@ void BPF_PROG(mltune_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	scx_bpf_dsq_insert(p, feeder ? FEEDER_DSQ : NORMAL_DSQ, SLICE_NS, enq_flags);
+	/*
+	 * Wake an idle CPU of its kind, but not this one: a wake-up here (a
+	 * pinned task's timer firing on its own idle CPU, where the kernel
+	 * calls no select_cpu) already reschedules the idle task, and a kick
+	 * would only add a self-IPI (irq_work) to every such wake-up.
+	 */
 	cpu = find_cpu(p, c, feeder, true);
-	if (cpu >= 0)
+	if (cpu >= 0 && cpu != (s32)bpf_get_smp_processor_id())
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
