@@ -89,15 +89,17 @@ struct Options {
   unsigned long steps = 30000;
   size_t bytes = 262144;
   unsigned long register_mib = 1024;
+  int cpu = -1; // pinned there before anything else; -1: where it is started
   std::string lib = "libcuda.so.1";
 };
 
 constexpr const char *k_usage =
-    "usage: mltune-gpu-loop [--device N] [--steps N] [--bytes N] [--register-mib N] [--lib PATH]\n"
+    "usage: mltune-gpu-loop [--device N] [--steps N] [--bytes N] [--register-mib N] [--cpu N] [--lib PATH]\n"
     "Times a GPU feeding loop: per step an async host-to-device copy of --bytes (default 262144)\n"
     "from pinned memory, a one-thread kernel launch and a stream synchronize, --steps times\n"
     "(default 30000, after 100 warm-up steps), on GPU --device (default 0); then the time\n"
     "cuMemHostRegister takes to pin --register-mib MiB (default 1024, 0: skipped).\n"
+    "--cpu: run on that CPU alone (default: where it was started).\n"
     "--lib: the CUDA driver library (default $MLTUNE_CUDA_LIB, else libcuda.so.1).\n"
     "Prints one JSON object. Exit 0 measured, 1 CUDA error, 2 bad usage, 3 no driver library.\n";
 
@@ -131,7 +133,7 @@ std::optional<Options> parse_args(int argc, char **argv) {
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
     }
-    if (a != "--device" && a != "--steps" && a != "--bytes" && a != "--register-mib" && a != "--lib") {
+    if (a != "--device" && a != "--steps" && a != "--bytes" && a != "--register-mib" && a != "--cpu" && a != "--lib") {
       throw Failure(k_exit_usage, "unknown option '" + std::string(a) + "'");
     }
     if (eq == std::string_view::npos) {
@@ -148,6 +150,8 @@ std::optional<Options> parse_args(int argc, char **argv) {
       o.bytes = parse_number<size_t>(a, v, 4, size_t{1} << 32); // the kernel's int at least
     } else if (a == "--register-mib") {
       o.register_mib = parse_number<unsigned long>(a, v, 0, 1 << 20);
+    } else if (a == "--cpu") {
+      o.cpu = parse_number<int>(a, v, 0, CPU_SETSIZE - 1);
     } else if (a == "--lib") {
       if (v.empty()) {
         throw Failure(k_exit_usage, "--lib: empty path");
@@ -396,6 +400,14 @@ int main(int argc, char **argv) {
     if (!o) {
       std::fputs(k_usage, stdout);
       return 0;
+    }
+    if (o->cpu >= 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(o->cpu, &one);
+      if (::sched_setaffinity(0, sizeof one, &one) != 0) {
+        throw Failure(k_exit_cuda, "--cpu " + std::to_string(o->cpu) + ": sched_setaffinity: " + std::strerror(errno));
+      }
     }
     const auto j = run(*o);
     std::printf("%s\n", j.dump().c_str());

@@ -47,6 +47,7 @@ struct ProveArgs {
   unsigned rounds = 3;
   double seconds = 2;
   std::string probe = "auto";
+  int gpu = -1;
   bool keep = false;
   std::string backend = "auto";
 };
@@ -66,6 +67,7 @@ void run_prove(Context &ctx, const ProveArgs &a) {
   o.probe.rounds = a.rounds;
   o.probe.seconds = a.seconds;
   o.probe.probe = a.probe;
+  o.probe.gpu = a.gpu;
   o.backend = a.backend == "kernel" ? Backend::kernel : a.backend == "direct" ? Backend::direct : Backend::automatic;
   o.feeder = a.feeder;
   o.feeder_request = FeederRequest{a.mechanism, a.partition};
@@ -129,9 +131,10 @@ void print_prove(Context &ctx, const ProveReport &r, std::string_view what) {
     ctx.emit(prove_json(r));
   } else {
     auto &o = *ctx.out;
-    o << what << ": '" << r.profile << "' on CPUs " << r.before.cpus.str() << ", " << r.before.rounds << " x "
-      << num(r.before.rounds > 0 ? r.before.window_s / r.before.rounds : 0) << " s before and after (probe "
-      << r.before.probe << (r.before.probe_note.empty() ? "" : ": " + r.before.probe_note) << ")\n";
+    o << what << ": '" << r.profile << "' on CPUs " << r.before.cpus.str() << ", " << r.before.rounds
+      << " rounds of the feeding loop before and after (noise windows " << num(r.before.window_s) << " and "
+      << num(r.after.window_s) << " s, probe " << r.before.probe
+      << (r.before.probe_note.empty() ? "" : ": " + r.before.probe_note) << ")\n";
     o << "  figure                   before [95%]                after [95%]                 verdict\n";
     for (const auto &c : r.changes) {
       char line[200];
@@ -196,6 +199,10 @@ void register_prove(CLI::App &app, Context &ctx) {
   cmd->add_option("-b,--backend", a->backend, "auto, kernel or direct")
       ->check(CLI::IsMember({"auto", "kernel", "direct"}))
       ->capture_default_str();
+  cmd->add_option("--gpu", a->gpu,
+                  "Also time the GPU feeding loop (mltune-gpu-loop: copy, launch, synchronize) on GPU N, pinned "
+                  "to the first CPU measured")
+      ->check(CLI::Range(0, 1 << 16));
   cmd->add_flag("--keep", a->keep, "Leave the profile (and feeder cores) in force after measuring");
   cmd->callback([&ctx, a] { run_prove(ctx, *a); });
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sched.h>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -259,3 +260,23 @@ TEST(GpuLoop, BadArgumentsExit2) {
 }
 
 } // namespace
+
+TEST(GpuLoop, CpuPinsItBeforeItStarts) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) {
+      last = c;
+    }
+  }
+  const FakeCuda fake("");
+  const auto r = gpu_loop(with_fake({"--steps", "20", "--register-mib", "0", "--cpu", std::to_string(last)}),
+                          CommandOutput::stdout_only);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output).at("cpu").get<int>(), last);
+  const auto bad = gpu_loop(with_fake({"--steps", "20", "--cpu", std::to_string(CPU_SETSIZE - 1)}));
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("--cpu 1023: sched_setaffinity"), std::string::npos) << bad.output;
+}

@@ -164,7 +164,9 @@ struct NoiseOptions {
   std::string probe = "auto"; // "auto" (BPF, else /proc), "bpf" or "proc"
   std::string own_cgroup = "/mltune-feeder";
   std::vector<std::string> exec; // the window is this command's run (its exit status is kept)
-  std::vector<int> own_tgids;    // processes that are the CPUs' own work too, wherever their cgroup
+  // Processes that are the CPUs' own work too, wherever their cgroup; read
+  // after the window, so a window may add those it starts.
+  std::vector<int> own_tgids;
 };
 
 // Called between start() and stop(): sleeps, or runs a command.

@@ -83,8 +83,9 @@ struct BootSettings {
 // (mltune/prove.hpp): per measured figure, the most it may grow, as a ratio
 // (1.5: half as much again), or 0 where the figure is not gated; and how
 // long to measure.  Absent keys keep the defaults (prove.hpp).
-inline constexpr std::array<std::string_view, 6> k_gate_figures{"interruptions", "involuntary_switches", "step_p50_us",
-                                                                "step_p99_us",   "step_p999_us",         "step_max_us"};
+inline constexpr std::array<std::string_view, 10> k_gate_figures{
+    "interruptions", "involuntary_switches", "step_p50_us", "step_p99_us", "step_p999_us",
+    "step_max_us",   "gpu_p50_us",           "gpu_p99_us",  "gpu_p999_us", "gpu_register_ms_per_gib"};
 struct GateSettings {
   std::vector<std::pair<std::string, double>> limits; // figure -> ratio (0: not gated), as the file states them
   unsigned rounds = 0;                                // 0: the default

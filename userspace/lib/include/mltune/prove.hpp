@@ -13,7 +13,10 @@
 //                          its involuntary context switches per second;
 //   the noise probe        foreign interruptions per second and feeder core
 //                          (mltune/noise.hpp: BPF, or the /proc counters),
-//                          the loop's own processes counted as own work.
+//                          the loop's own processes counted as own work;
+//   the GPU feeding loop   with --gpu, after the CPU loop: mltune-gpu-loop's
+//                          copy-launch-synchronize step times and host
+//                          registration time (CUDA driver API).
 // Counts are the figures that hold under emulation; step times are the
 // figures of real hardware.
 #pragma once
@@ -124,6 +127,12 @@ struct ProbeOptions {
   std::string probe = "auto";
   unsigned period_us = 1000;
   std::uint64_t work_iterations = 0; // calibrate_work(200) when 0
+  // The GPU feeding loop (mltune-gpu-loop) on this GPU after each round's
+  // CPU loop, on the first CPU measured (through `feeder run` while the
+  // feeder cores hold it); -1: none.
+  int gpu = -1;
+  unsigned gpu_steps = 3000;
+  unsigned gpu_register_mib = 256;
   // Called at the start of each round: ("before", 2, 3).
   std::function<void(std::string_view label, unsigned round, unsigned rounds)> progress;
 };
@@ -138,6 +147,7 @@ struct Measurement {
   std::string loop_cgroup;  // where the loop ran ("" : mltunectl's own)
   std::uint64_t steps = 0;  // feeding-loop steps
   std::uint64_t missed = 0; // periods the loop missed
+  std::string gpu_name;     // with --gpu: the GPU's name
   std::vector<Figure> figures;
   std::vector<std::pair<std::string, std::uint64_t>> sources; // foreign sources, worst first (name, count)
   [[nodiscard]] const Figure *find(std::string_view name) const;

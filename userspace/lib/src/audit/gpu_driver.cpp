@@ -72,19 +72,9 @@ std::map<std::string, std::vector<std::string>> smi_rows(const std::vector<std::
 
 namespace {
 
-// mltune-nvml beside this executable (the build tree), else in
-// MLTUNE_LIBEXEC_DIR (the package); "" when none is there.
+// mltune-nvml beside this executable or in the package (find_helper()).
 std::string nvml_helper() {
-  std::array<char, 4096> self{};
-  if (const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1); n > 0) {
-    const std::string exe(self.data(), static_cast<size_t>(n));
-    std::string beside = exe.substr(0, exe.rfind('/') + 1) + "mltune-nvml";
-    if (::access(beside.c_str(), X_OK) == 0) {
-      return beside;
-    }
-  }
-  const std::string installed = std::string(MLTUNE_LIBEXEC_DIR) + "/mltune-nvml";
-  return ::access(installed.c_str(), X_OK) == 0 ? installed : std::string();
+  return find_helper("mltune-nvml");
 }
 
 // The helper's reading of `library`: its JSON, or its first line of error

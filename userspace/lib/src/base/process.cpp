@@ -3,6 +3,7 @@
 #include "base/unique_fd.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <fcntl.h>
 #include <linux/mempolicy.h>
@@ -91,6 +92,19 @@ Status exec_argv(const std::vector<std::string> &argv) {
   args.push_back(nullptr);
   ::execvp(args[0], args.data());
   return sys_error(argv[0], errno);
+}
+
+std::string find_helper(std::string_view name) {
+  std::array<char, 4096> self{};
+  if (const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1); n > 0) {
+    const std::string exe(self.data(), static_cast<size_t>(n));
+    std::string beside = exe.substr(0, exe.rfind('/') + 1) + std::string(name);
+    if (::access(beside.c_str(), X_OK) == 0) {
+      return beside;
+    }
+  }
+  std::string installed = std::string(MLTUNE_LIBEXEC_DIR) + "/" + std::string(name);
+  return ::access(installed.c_str(), X_OK) == 0 ? installed : std::string();
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mltune::detail {
@@ -22,6 +23,11 @@ Status bind_memory(const std::vector<int> &nodes);
 Status prefer_memory(const std::vector<int> &nodes);
 // execvp(argv[0], argv); returns only on failure, with the error.
 Status exec_argv(const std::vector<std::string> &argv);
+
+// A helper program of the package (mltune-nvml, mltune-gpu-loop): beside
+// this executable (the build tree), else in MLTUNE_LIBEXEC_DIR (the
+// package); "" when neither has it.
+std::string find_helper(std::string_view name);
 
 // What a program it ran did: its exit status (128 + signal when killed) and,
 // when captured, its output.

@@ -2,10 +2,15 @@
 // (mltune/prove.hpp).
 #include "mltune/prove.hpp"
 
+#include "base/process.hpp"
 #include "mltune/node.hpp"
 #include "mltune/noise.hpp"
 
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -62,6 +67,45 @@ std::string fixed(double v) {
   return b;
 }
 
+// One run of mltune-gpu-loop on GPU opt.gpu, pinned to the first CPU
+// measured; through `mltunectl feeder run` where the loop's cgroup is the
+// feeder cgroup (a process outside a cpuset partition cannot be pinned
+// inside it).
+Result<nlohmann::json> run_gpu_loop(const ProbeOptions &opt, const std::string &cgroup) {
+  const std::string helper = detail::find_helper("mltune-gpu-loop");
+  if (helper.empty()) {
+    return failure("--gpu: mltune-gpu-loop is not installed (beside mltunectl or in " MLTUNE_LIBEXEC_DIR ")");
+  }
+  std::vector<std::string> argv;
+  if (!cgroup.empty()) {
+    std::array<char, 4096> self{};
+    const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+    if (n <= 0) {
+      return sys_error("/proc/self/exe", errno);
+    }
+    argv = {std::string(self.data(), static_cast<size_t>(n)), "feeder", "run", "--"};
+  }
+  argv.insert(argv.end(),
+              {helper, "--device", std::to_string(opt.gpu), "--steps", std::to_string(opt.gpu_steps), "--register-mib",
+               std::to_string(opt.gpu_register_mib), "--cpu", std::to_string(opt.cpus.cpus().front())});
+  auto r = detail::run_command(argv, detail::CommandOutput::stdout_stderr);
+  if (!r) {
+    return with_context(r.error(), "--gpu");
+  }
+  if (r->status == 3) {
+    return failure("--gpu: no NVIDIA driver here (mltune-gpu-loop could not load libcuda.so.1)");
+  }
+  const std::string last = r->output.substr(r->output.find_last_of('\n', r->output.size() - 2) + 1);
+  if (r->status != 0) {
+    return failure("--gpu: mltune-gpu-loop exited " + std::to_string(r->status) + ": " + last);
+  }
+  auto j = nlohmann::json::parse(last, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("p99_us")) {
+    return failure("--gpu: mltune-gpu-loop printed no result: " + last);
+  }
+  return j;
+}
+
 } // namespace
 
 std::pair<double, double> poisson_interval(std::uint64_t k) {
@@ -109,57 +153,89 @@ Result<Measurement> measure_node(const Sysroot &root, const ProbeOptions &opt, s
   lo.cgroup = m.loop_cgroup;
   std::uint64_t interruptions = 0, involuntary = 0;
   std::vector<double> p50, p99, p999, pmax;
+  std::vector<double> g50, g99, g999, greg;
   std::map<std::string, std::uint64_t> sources;
-  for (unsigned r = 0; r < opt.rounds; ++r) {
-    if (opt.progress) {
-      opt.progress(label, r + 1, opt.rounds);
+  // One noise window over every round (the BPF programs load once): the
+  // counts are summed anyway; each round's loop processes are added to the
+  // own work as they start (measure_noise reads own_tgids after the window).
+  NoiseOptions no;
+  no.cpus = opt.cpus;
+  no.probe = opt.probe;
+  std::vector<LoopRun> runs;
+  auto noise = measure_noise(root, no, [&]() -> Status {
+    for (unsigned r = 0; r < opt.rounds; ++r) {
+      if (opt.progress) {
+        opt.progress(label, r + 1, opt.rounds);
+      }
+      auto loop = FeederLoop::prepare(root, lo);
+      if (!loop) {
+        return loop.error();
+      }
+      no.own_tgids.insert(no.own_tgids.end(), loop->pids().begin(), loop->pids().end());
+      auto run = loop->run();
+      if (!run) {
+        return with_context(run.error(), m.label + " round " + std::to_string(r + 1));
+      }
+      runs.push_back(std::move(*run));
     }
-    auto loop = FeederLoop::prepare(root, lo);
-    if (!loop) {
-      return loop.error();
-    }
-    NoiseOptions no;
-    no.cpus = opt.cpus;
-    no.probe = opt.probe;
-    no.own_tgids = loop->pids();
-    Result<LoopRun> run = failure("the feeding loop did not run");
-    auto noise = measure_noise(root, no, [&]() -> Status {
-      run = loop->run();
-      return Status{};
-    });
-    if (!noise) {
-      return with_context(noise.error(), "noise probe, " + m.label + " round " + std::to_string(r + 1));
-    }
-    if (!run) {
-      return with_context(run.error(), m.label + " round " + std::to_string(r + 1));
-    }
-    m.probe = noise->probe;
-    m.probe_note = noise->fallback;
-    m.window_s += noise->seconds;
-    for (const auto &c : noise->per_cpu) {
-      interruptions += c.interruptions;
-      for (const auto &s : c.sources) {
-        if (!s.own && s.interruption && s.count > 0) {
-          sources[s.name] += s.count;
-        }
+    return {};
+  });
+  if (!noise) {
+    return with_context(noise.error(), "measuring " + m.label);
+  }
+  m.probe = noise->probe;
+  m.probe_note = noise->fallback;
+  m.window_s = noise->seconds;
+  for (const auto &c : noise->per_cpu) {
+    interruptions += c.interruptions;
+    for (const auto &s : c.sources) {
+      if (!s.own && s.interruption && s.count > 0) {
+        sources[s.name] += s.count;
       }
     }
-    involuntary += run->involuntary;
-    m.steps += run->step_ns.size();
-    m.missed += run->missed;
-    std::ranges::sort(run->step_ns);
-    p50.push_back(percentile(run->step_ns, 50) / 1000);
-    p99.push_back(percentile(run->step_ns, 99) / 1000);
-    p999.push_back(percentile(run->step_ns, 99.9) / 1000);
-    pmax.push_back(percentile(run->step_ns, 100) / 1000);
   }
-  const double core_s = m.window_s * static_cast<double>(opt.cpus.count());
-  m.figures.push_back(count_figure("interruptions", "/s per core", interruptions, core_s));
-  m.figures.push_back(count_figure("involuntary_switches", "/s per core", involuntary, core_s));
+  for (auto &run : runs) {
+    involuntary += run.involuntary;
+    m.steps += run.step_ns.size();
+    m.missed += run.missed;
+    std::ranges::sort(run.step_ns);
+    p50.push_back(percentile(run.step_ns, 50) / 1000);
+    p99.push_back(percentile(run.step_ns, 99) / 1000);
+    p999.push_back(percentile(run.step_ns, 99.9) / 1000);
+    pmax.push_back(percentile(run.step_ns, 100) / 1000);
+  }
+  // The GPU loop after the window: it is not the CPUs' own work.
+  for (unsigned r = 0; opt.gpu >= 0 && r < opt.rounds; ++r) {
+    auto g = run_gpu_loop(opt, m.loop_cgroup);
+    if (!g) {
+      return with_context(g.error(), m.label + " round " + std::to_string(r + 1));
+    }
+    g50.push_back(g->value("p50_us", 0.0));
+    g99.push_back(g->value("p99_us", 0.0));
+    g999.push_back(g->value("p999_us", 0.0));
+    if (const auto it = g->find("register_ms_per_gib"); it != g->end() && it->is_number()) {
+      greg.push_back(it->get<double>());
+    }
+    m.gpu_name = g->value("name", "");
+  }
+  const auto ncpu = static_cast<double>(opt.cpus.count());
+  m.figures.push_back(count_figure("interruptions", "/s per core", interruptions, m.window_s * ncpu));
+  m.figures.push_back(count_figure("involuntary_switches", "/s per core", involuntary,
+                                   opt.seconds * static_cast<double>(opt.rounds) * ncpu));
   m.figures.push_back(range_figure("step_p50_us", p50));
   m.figures.push_back(range_figure("step_p99_us", p99));
   m.figures.push_back(range_figure("step_p999_us", p999));
   m.figures.push_back(range_figure("step_max_us", pmax));
+  if (opt.gpu >= 0) {
+    m.figures.push_back(range_figure("gpu_p50_us", g50));
+    m.figures.push_back(range_figure("gpu_p99_us", g99));
+    m.figures.push_back(range_figure("gpu_p999_us", g999));
+    if (!greg.empty()) {
+      Figure f = range_figure("gpu_register_ms_per_gib", greg);
+      f.unit = "ms per GiB";
+      m.figures.push_back(std::move(f));
+    }
+  }
   m.sources.assign(sources.begin(), sources.end());
   std::ranges::sort(m.sources, [](const auto &a, const auto &b) { return a.second > b.second; });
   if (m.sources.size() > 8) {
