@@ -15,7 +15,7 @@ _mltunectl() {
 	_init_completion || return
 
 	local globals="--sysroot --json --dry-run -v --verbose --help --version"
-	local commands="profile audit verify diff switch off active status recommend metrics conformance follow serve persist nic topology plan exec boot sched watch pool feeder noise drift config"
+	local commands="profile audit verify diff switch off active status recommend metrics conformance follow serve prove persist nic topology plan exec boot sched watch pool feeder noise drift config"
 	local cmd="" sub="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -39,7 +39,8 @@ _mltunectl() {
 	if [[ $cur == -* ]]; then
 		local opts=$globals
 		case $cmd in
-		switch) opts+=" --backend" ;;
+		switch) opts+=" --backend --gate --gate-cpus" ;;
+		prove) opts+=" --cpus --feeder --mechanism --partition --neighbour --rounds --seconds --probe --backend --gpu --keep" ;;
 		audit) opts+=" --profile --nvml --no-nvidia-smi --noise --noise-budget" ;;
 		exec) opts+=" --gpu --rank --mempolicy --gpus-per-rank --feeder-cores-per-gpu" ;;
 		noise) opts+=" --cpus --duration --probe --own-cgroup --top" ;;
@@ -68,7 +69,7 @@ _mltunectl() {
 		check) _filedir toml ;;
 		esac
 		;;
-	verify | diff) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); _filedir toml ;;
+	verify | diff | prove) COMPREPLY=($(compgen -W "$(_mltunectl_profiles)" -- "$cur")); _filedir toml ;;
 	switch) COMPREPLY=($(compgen -W "$(_mltunectl_profiles) baseline" -- "$cur")); _filedir toml ;;
 	sched) [[ -z $sub ]] && COMPREPLY=($(compgen -W "list apply watch reset" -- "$cur")) ;;
 	nic)

@@ -83,7 +83,7 @@ TEST(ProfilePhases, Modules) {
 TEST(ProfilePhases, TopLevelRejectsUnknownAndMistyped) {
   EXPECT_EQ(error_of(check_top_level(doc_of("bogus = 1\n"), "t.toml")),
             "t.toml:1: unknown key 'bogus' (expected description, include, modules, [sysctl], [sysfs], [cpu], "
-            "[block.\"GLOB\"], [nic.\"GLOB\"], [[sched.rule]], [boot], [hugepages])");
+            "[block.\"GLOB\"], [nic.\"GLOB\"], [[sched.rule]], [boot], [hugepages], [gate])");
   EXPECT_EQ(error_of(check_top_level(doc_of("description = 3\n"), "t.toml")), "t.toml:1: description must be a string");
   EXPECT_EQ(error_of(check_top_level(doc_of("include = [\"a\", 2]\n"), "t.toml")),
             "t.toml:1: include entries must be strings");
@@ -109,8 +109,8 @@ TEST(ProfilePhases, TheRegistryOfSectionsDrivesSchemaAndMerge) {
     EXPECT_EQ(error_of(check_top_level(doc_of(std::string(sec.key) + wrong), "t.toml")),
               "t.toml:1: " + std::string(sec.wrong_type));
   }
-  const std::set<std::string_view> want{"modules", "sysctl", "sysfs", "cpu",      "block",
-                                        "nic",     "sched",  "boot",  "hugepages"};
+  const std::set<std::string_view> want{"modules", "sysctl", "sysfs", "cpu",       "block",
+                                        "nic",     "sched",  "boot",  "hugepages", "gate"};
   EXPECT_EQ(keys, want);
   const auto doc = doc_of("modules = [\"tcp_bbr\"]\n"
                           "[cpu]\ngovernor = \"performance\"\n"
@@ -119,7 +119,8 @@ TEST(ProfilePhases, TheRegistryOfSectionsDrivesSchemaAndMerge) {
                           "[[sched.rule]]\nname = \"p\"\nthread = \"nccl*\"\npolicy = \"other\"\nnice = -5\n"
                           "reason = \"r\"\n"
                           "[boot]\nisolate = \"none\"\n"
-                          "[hugepages]\n\"2M\" = { 0 = 8 }\n");
+                          "[hugepages]\n\"2M\" = { 0 = 8 }\n"
+                          "[gate]\nstep_p99_us = 2\n");
   ASSERT_TRUE(check_top_level(doc, "t.toml").ok());
   Profile p;
   ASSERT_EQ(error_of(merge_sections(doc, "t.toml", p)), "(ok)");
@@ -132,6 +133,8 @@ TEST(ProfilePhases, TheRegistryOfSectionsDrivesSchemaAndMerge) {
   EXPECT_EQ(p.boot->isolate, "none");
   ASSERT_EQ(p.hugepages.size(), 1U);
   EXPECT_EQ(p.hugepages[0].pages, 8U);
+  ASSERT_TRUE(p.gate.has_value());
+  EXPECT_EQ(p.gate->limits.size(), 1U);
 }
 
 TEST(ProfilePhases, IncludeCycleAndDepth) {
