@@ -57,6 +57,7 @@ cmds=(
 	"sched watch --profile training"
 	"feeder status" "feeder on --cpus 2-3" "feeder off"
 	"pool status" "noise --duration 0.2 --probe proc" "drift status"
+	"prove training --cpus 0 --rounds 1 --seconds 0.2 --probe proc" "off"
 )
 echo "TAP version 13"
 n=0 pass=0 fail=0
