@@ -199,13 +199,14 @@ CUresult cuInit(unsigned flags) {
   return CUDA_SUCCESS;
 }
 
-CUresult cuGetErrorName(CUresult error, const char **p) {
+/* cuGetErrorName and cuGetErrorString: the error's name or its text. */
+static CUresult error_entry(const char *call, CUresult error, int text, const char **p) {
   size_t i;
 
-  log_call("cuGetErrorName");
+  log_call(call);
   for (i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
     if (errors[i].rc == error) {
-      *p = errors[i].name;
+      *p = text ? errors[i].text : errors[i].name;
       return CUDA_SUCCESS;
     }
   }
@@ -213,18 +214,12 @@ CUresult cuGetErrorName(CUresult error, const char **p) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult cuGetErrorString(CUresult error, const char **p) {
-  size_t i;
+CUresult cuGetErrorName(CUresult error, const char **p) {
+  return error_entry("cuGetErrorName", error, 0, p);
+}
 
-  log_call("cuGetErrorString");
-  for (i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
-    if (errors[i].rc == error) {
-      *p = errors[i].text;
-      return CUDA_SUCCESS;
-    }
-  }
-  *p = NULL;
-  return CUDA_ERROR_INVALID_VALUE;
+CUresult cuGetErrorString(CUresult error, const char **p) {
+  return error_entry("cuGetErrorString", error, 1, p);
 }
 
 CUresult cuDeviceGetCount(int *count) {

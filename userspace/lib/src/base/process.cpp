@@ -94,11 +94,18 @@ Status exec_argv(const std::vector<std::string> &argv) {
   return sys_error(argv[0], errno);
 }
 
-std::string find_helper(std::string_view name) {
+Result<std::string> self_exe() {
   std::array<char, 4096> self{};
-  if (const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1); n > 0) {
-    const std::string exe(self.data(), static_cast<size_t>(n));
-    std::string beside = exe.substr(0, exe.rfind('/') + 1) + std::string(name);
+  const ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (n <= 0) {
+    return sys_error("/proc/self/exe", n < 0 ? errno : ENOENT);
+  }
+  return std::string(self.data(), static_cast<size_t>(n));
+}
+
+std::string find_helper(std::string_view name) {
+  if (const auto exe = self_exe()) {
+    std::string beside = exe->substr(0, exe->rfind('/') + 1) + std::string(name);
     if (::access(beside.c_str(), X_OK) == 0) {
       return beside;
     }

@@ -24,6 +24,9 @@ Status prefer_memory(const std::vector<int> &nodes);
 // execvp(argv[0], argv); returns only on failure, with the error.
 Status exec_argv(const std::vector<std::string> &argv);
 
+// The path of this executable (/proc/self/exe).
+Result<std::string> self_exe();
+
 // A helper program of the package (mltune-nvml, mltune-gpu-loop): beside
 // this executable (the build tree), else in MLTUNE_LIBEXEC_DIR (the
 // package); "" when neither has it.
