@@ -1,9 +1,11 @@
 #!/bin/sh
 # Proof on the node (Documentation/prove.rst), counted, not timed.
 # `prove training --feeder feeder --neighbour 8` (a busy process per CPU of
-# the 8-CPU guest, so the feeder CPUs have one too) measures the feeder cores
+# the 8-CPU guest, so the feeder CPUs have one too; they run while each side
+# is measured, not while the profile switches) measures the feeder cores
 # before and after and reports fewer foreign interruptions after (their 95%
-# intervals apart), then rolls the transaction back: no profile, the feeder
+# intervals apart; the scheduler tick is counted apart), then rolls the
+# transaction back: no profile, the feeder
 # off, every knob as before.  `switch --gate` with a planted harmful profile
 # (a thread rule gives four busy processes pinned on the feeder CPUs nice
 # -20, and a knob changes) is
@@ -12,7 +14,7 @@
 # profile on a quiet node passes the same gate and stays.
 . "$(dirname "$0")/lib.sh"
 CTL=${MLTUNECTL:-/usr/sbin/mltunectl}
-t_plan 10
+t_plan 11
 
 [ -x "$CTL" ] || { t_diag "mltunectl missing"; exit 4; }
 command -v jq >/dev/null || { t_diag "jq missing (--bin /usr/bin/jq)"; exit 4; }
@@ -44,6 +46,8 @@ t_diag "before: $(jq -c '.before.sources' /tmp/prove.json 2>&1)"
 t_diag "after: $(jq -c '.after.sources' /tmp/prove.json 2>&1)"
 t_check "fewer foreign interruptions after than before, the 95% intervals apart" \
 	jq -e '.changes[] | select(.figure == "interruptions") | .after.high < .before.low and .verdict == "better"' /tmp/prove.json
+t_check "the scheduler tick counted apart (ticks) where the probe is BPF ($(jq -r .before.probe /tmp/prove.json))" \
+	jq -e '(.before.probe != "bpf") or ([.changes[].figure] | index("ticks") != null)' /tmp/prove.json
 t_check "the loop ran in the feeder cgroup after, outside it before, on the same CPUs" \
 	jq -e '.after.loop_cgroup == "/mltune-feeder" and .before.loop_cgroup == "" and .before.cpus == .after.cpus and .after.steps > 0' /tmp/prove.json
 t_check "rolled back without --keep: every step, nothing failed" \
@@ -102,7 +106,7 @@ wait 2>/dev/null
 HOGS=""
 "$CTL" --json switch /tmp/good.toml --gate >/tmp/good.json 2>/tmp/good.err
 rc=$?
-t_diag "$(jq -c '{verdict, gate_failed, kept, measuring_s}' /tmp/good.json 2>&1)"
+t_diag "$(jq -c '{verdict, gate_failed, kept, measuring_s, changes: [.changes[] | {figure, verdict, b: .before.value, bh: .before.high, a: .after.value, al: .after.low}], after: .after.sources}' /tmp/good.json 2>&1)"
 t_check "the training profile passes --gate on a quiet node and stays (rc $rc)" \
 	sh -c "[ $rc = 0 ] && jq -e '.kept == true and .gate_failed == null' /tmp/good.json"
 t_check "it is the active profile" test "$("$CTL" active --field profile)" = good

@@ -71,7 +71,7 @@ void run_prove(Context &ctx, const ProveArgs &a) {
   o.backend = a.backend == "kernel" ? Backend::kernel : a.backend == "direct" ? Backend::direct : Backend::automatic;
   o.feeder = a.feeder;
   o.feeder_request = FeederRequest{a.mechanism, a.partition};
-  o.neighbour = a.neighbour;
+  o.probe.neighbour = a.neighbour;
   o.keep = a.keep;
   o.probe.progress = prove_progress(ctx);
   auto rep = prove_profile(root, *p, o);

@@ -41,6 +41,25 @@ Measurement with(std::vector<Figure> f) {
 
 } // namespace
 
+TEST(ProveTicks, TheSchedulerTickIsCountedApart) {
+  const auto src = [](NoiseKind k, const char *id) {
+    NoiseSource s;
+    s.kind = k;
+    s.id = id;
+    return s;
+  };
+  EXPECT_TRUE(is_tick(src(NoiseKind::timer, "timer:tick_nohz_handler")));
+  EXPECT_TRUE(is_tick(src(NoiseKind::timer, "timer:tick_sched_timer")));
+  EXPECT_TRUE(is_tick(src(NoiseKind::timer, "timer:0")));
+  // hrtick and the watchdog are hrtimers of their own; "timer:all" is
+  // /proc's LOC row, every cause together
+  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer:hrtick")));
+  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer:watchdog_timer_fn")));
+  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer:all")));
+  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer-task:812")));
+  EXPECT_FALSE(is_tick(src(NoiseKind::irq, "timer:0")));
+}
+
 TEST(ProveCompare, VerdictsFollowTheIntervals) {
   const Measurement b = with(
       {count("interruptions", 40, 35, 45), count("involuntary_switches", 5, 3, 8), count("step_p99_us", 100, 90, 110)});
@@ -72,6 +91,22 @@ TEST(ProveCompare, WorseWithinTheLimitDoesNotFailTheGate) {
   EXPECT_FALSE(c[0].failed) << "14 is not above 12 * 1.5";
   EXPECT_EQ(overall_verdict(c), "worse");
   EXPECT_EQ(overall_verdict({}), "same");
+}
+
+TEST(ProveCompare, ACountFailsOnlyWhenItAlsoRoseByTheMinimum) {
+  GateLimits g;
+  g.limits = {{"interruptions", 1.5}};
+  // a quiet core: 3x, beyond both intervals, but 4 a second more than before's bound
+  auto c = compare_measurements(with({count("interruptions", 2, 1, 3)}), with({count("interruptions", 9, 7, 11)}), g);
+  ASSERT_EQ(c.size(), 1U);
+  EXPECT_EQ(c[0].verdict, "worse");
+  EXPECT_FALSE(c[0].failed) << "7 - 3 is below min_rise " << g.min_rise;
+  // the same ratio 20 a second higher fails
+  c = compare_measurements(with({count("interruptions", 8, 6, 10)}), with({count("interruptions", 40, 32, 48)}), g);
+  EXPECT_TRUE(c[0].failed);
+  g.min_rise = 30;
+  c = compare_measurements(with({count("interruptions", 8, 6, 10)}), with({count("interruptions", 40, 32, 48)}), g);
+  EXPECT_FALSE(c[0].failed) << "32 - 10 is below 30";
 }
 
 TEST(ProveGate, DefaultsAndTheProfilesTable) {

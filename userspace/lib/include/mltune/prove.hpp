@@ -23,6 +23,7 @@
 
 #include "mltune/cpulist.hpp"
 #include "mltune/feeder.hpp"
+#include "mltune/noise.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
 #include "mltune/switch.hpp"
@@ -83,10 +84,12 @@ std::uint64_t calibrate_work(unsigned work_us);
 
 // `n` busy processes ("mltune-nbr") outside the feeder cgroup, placed by the
 // scheduler, from start() to destruction: the load that shows what the feeder
-// cores keep away on a quiet node.
+// cores keep away on a quiet node (measure_node runs one over its rounds).
 class Neighbour {
 public:
   [[nodiscard]] static Result<Neighbour> start(unsigned n);
+  // n is at most 4096; else an input error naming --neighbour.
+  [[nodiscard]] static Status check(unsigned n);
   Neighbour() = default;
   Neighbour(Neighbour &&o) noexcept : pids_(std::exchange(o.pids_, {})) {}
   Neighbour &operator=(Neighbour &&o) noexcept;
@@ -133,6 +136,9 @@ struct ProbeOptions {
   int gpu = -1;
   unsigned gpu_steps = 3000;
   unsigned gpu_register_mib = 256;
+  // Busy processes (Neighbour) from just before the noise window opens to
+  // its close: the load of the measurement, not of the switch.
+  unsigned neighbour = 0;
   // Called at the start of each round: ("before", 2, 3).
   std::function<void(std::string_view label, unsigned round, unsigned rounds)> progress;
 };
@@ -153,6 +159,13 @@ struct Measurement {
   [[nodiscard]] const Figure *find(std::string_view name) const;
 };
 
+// A noise source that is the scheduler tick (BPF probe: its hrtimer,
+// tick_nohz_handler, before 6.7 tick_sched_timer, or a local timer interrupt
+// that expired none).  The tick comes as often as the CPU is busy, and no
+// runtime switch removes it (nohz_full at boot does): measure_node counts
+// it as the figure "ticks", apart from "interruptions".
+[[nodiscard]] bool is_tick(const NoiseSource &s);
+
 // The node as it is now: `rounds` windows of the feeding loop with the noise
 // probe over them.  The loop joins the feeder cgroup where the feeder cores
 // are on and `cpus` are among them.
@@ -167,7 +180,7 @@ struct FigureChange {
   // above), "same" (they overlap).
   std::string verdict;
   double limit = 0;                           // the gate's ratio, 0: not gated
-  bool failed = false;                        // gated and after.low > before.high * limit
+  bool failed = false;                        // gated, after.low > before.high * limit (and min_rise)
   [[nodiscard]] std::string describe() const; // "interruptions 41.2 [38.0, 44.6] -> 3.1 [2.2, 4.3] /s per core"
 };
 
@@ -178,6 +191,10 @@ struct GateLimits {
   std::vector<std::pair<std::string, double>> limits;
   unsigned rounds = 3;
   double seconds = 2;
+  // A count fails only when it also rose by this much (per second and
+  // core) beyond before's upper bound: a quiet core's few interruptions come
+  // in bursts (kworkers, ksoftirqd) that a Poisson interval understates.
+  double min_rise = 10;
   [[nodiscard]] double limit(std::string_view figure) const;
 };
 GateLimits gate_limits(const Profile &p);
@@ -197,9 +214,8 @@ struct ProveOptions {
   // unset: as the node has them.
   std::optional<std::string> feeder;
   FeederRequest feeder_request;
-  unsigned neighbour = 0; // busy processes beside the measurement
-  bool keep = false;      // leave the profile in force (else rolled back)
-  bool gate = false;      // roll back when a gated figure failed (exit 1), keep otherwise
+  bool keep = false; // leave the profile in force (else rolled back)
+  bool gate = false; // roll back when a gated figure failed (exit 1), keep otherwise
 };
 
 struct ProveReport {

@@ -257,9 +257,16 @@ Result<LoopRun> FeederLoop::run() {
 
 // ---- the neighbour ----------------------------------------------------------
 
-Result<Neighbour> Neighbour::start(unsigned n) {
+Status Neighbour::check(unsigned n) {
   if (n > 4096) {
     return input_error("--neighbour: " + std::to_string(n) + " busy processes is more than 4096");
+  }
+  return {};
+}
+
+Result<Neighbour> Neighbour::start(unsigned n) {
+  if (auto ok = check(n); !ok) {
+    return ok.error();
   }
   Neighbour nb;
   nb.pids_.reserve(n);
