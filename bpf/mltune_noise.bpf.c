@@ -477,8 +477,15 @@ int BPF_PROG(noise_sched_switch, bool preempt, struct task_struct *prev,
 		return 0;
 	if (c->enabled) {
 		v = task_entry(s, cpu);
-		if (v)
+		if (v) {
 			__sync_fetch_and_add(&v->count, 1);
+			/*
+			 * The name it runs under now: a child forked just
+			 * before the window first runs under its parent's
+			 * name, until its prctl(PR_SET_NAME) or exec.
+			 */
+			__builtin_memcpy(v->name, s->task_comm, sizeof(s->task_comm));
+		}
 	}
 	return 0;
 }

@@ -51,7 +51,7 @@ struct NoiseSource {
   int irq = -1;       // irq
   int pid = 0;        // task, timer-task: thread id
   int tgid = 0;       // task: process id
-  std::string comm;   // task, timer-task
+  std::string comm;   // task (the name it last switched in with), timer-task
   std::string cgroup; // task: cgroup v2 path ("" unknown)
   bool kthread = false;
   bool own = false;                // the CPU's own work (own_cgroup): not noise

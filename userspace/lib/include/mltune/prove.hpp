@@ -136,8 +136,8 @@ struct ProbeOptions {
   int gpu = -1;
   unsigned gpu_steps = 3000;
   unsigned gpu_register_mib = 256;
-  // Busy processes (Neighbour) from just before the noise window opens to
-  // its close: the load of the measurement, not of the switch.
+  // Busy processes (Neighbour) over the rounds, inside the noise window:
+  // the load of the measurement, not of loading the probe or of the switch.
   unsigned neighbour = 0;
   // Called at the start of each round: ("before", 2, 3).
   std::function<void(std::string_view label, unsigned round, unsigned rounds)> progress;

@@ -169,13 +169,13 @@ Result<Measurement> measure_node(const Sysroot &root, const ProbeOptions &opt, s
   no.cpus = opt.cpus;
   no.probe = opt.probe;
   std::vector<LoopRun> runs;
-  // The neighbour starts before the window opens (named by then: a process
-  // is counted under the name it first ran with) and stops when it closes.
-  auto neighbour = Neighbour::start(opt.neighbour);
-  if (!neighbour) {
-    return neighbour.error();
-  }
   auto noise = measure_noise(root, no, [&]() -> Status {
+    // The neighbour from the window's start to its end: the load of the
+    // measurement, not of loading the probe or of the switch.
+    auto neighbour = Neighbour::start(opt.neighbour);
+    if (!neighbour) {
+      return neighbour.error();
+    }
     for (unsigned r = 0; r < opt.rounds; ++r) {
       if (opt.progress) {
         opt.progress(label, r + 1, opt.rounds);
@@ -193,7 +193,6 @@ Result<Measurement> measure_node(const Sysroot &root, const ProbeOptions &opt, s
     }
     return {};
   });
-  *neighbour = Neighbour();
   if (!noise) {
     return with_context(noise.error(), "measuring " + m.label);
   }
