@@ -1,6 +1,7 @@
 // The proof's parts (mltune/prove.hpp): the Poisson interval, before against
 // after and the gate's limits, the [gate] table, the transaction's measuring
 // hooks, and the feeding loop and neighbour on this machine's CPUs.
+#include "mltune/noise.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/prove.hpp"
 #include "mltune/step.hpp"
@@ -48,16 +49,16 @@ TEST(ProveTicks, TheSchedulerTickIsCountedApart) {
     s.id = id;
     return s;
   };
-  EXPECT_TRUE(is_tick(src(NoiseKind::timer, "timer:tick_nohz_handler")));
-  EXPECT_TRUE(is_tick(src(NoiseKind::timer, "timer:tick_sched_timer")));
-  EXPECT_TRUE(is_tick(src(NoiseKind::timer, "timer:0")));
+  EXPECT_TRUE(is_scheduler_tick(src(NoiseKind::timer, "timer:tick_nohz_handler")));
+  EXPECT_TRUE(is_scheduler_tick(src(NoiseKind::timer, "timer:tick_sched_timer")));
+  EXPECT_TRUE(is_scheduler_tick(src(NoiseKind::timer, "timer:0")));
   // hrtick and the watchdog are hrtimers of their own; "timer:all" is
   // /proc's LOC row, every cause together
-  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer:hrtick")));
-  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer:watchdog_timer_fn")));
-  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer:all")));
-  EXPECT_FALSE(is_tick(src(NoiseKind::timer, "timer-task:812")));
-  EXPECT_FALSE(is_tick(src(NoiseKind::irq, "timer:0")));
+  EXPECT_FALSE(is_scheduler_tick(src(NoiseKind::timer, "timer:hrtick")));
+  EXPECT_FALSE(is_scheduler_tick(src(NoiseKind::timer, "timer:watchdog_timer_fn")));
+  EXPECT_FALSE(is_scheduler_tick(src(NoiseKind::timer, "timer:all")));
+  EXPECT_FALSE(is_scheduler_tick(src(NoiseKind::timer, "timer-task:812")));
+  EXPECT_FALSE(is_scheduler_tick(src(NoiseKind::irq, "timer:0")));
 }
 
 TEST(ProveCompare, VerdictsFollowTheIntervals) {

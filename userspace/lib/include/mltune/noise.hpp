@@ -206,5 +206,10 @@ struct KnownNoise {
 std::optional<KnownNoise> known_noise(const NoiseSource &s);
 // By detail (hrtimer/timer/work function).
 std::optional<KnownNoise> known_noise(const NoiseDetail &d);
+// The scheduler tick: the local timer sources known_noise() names as the
+// tick (its hrtimer, tick_nohz_handler, before 6.7 tick_sched_timer, or an
+// interrupt that expired no hrtimer).  /proc's LOC row ("timer:all") is every
+// cause together, not the tick.
+[[nodiscard]] bool is_scheduler_tick(const NoiseSource &s);
 
 } // namespace mltune

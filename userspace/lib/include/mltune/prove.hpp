@@ -23,7 +23,6 @@
 
 #include "mltune/cpulist.hpp"
 #include "mltune/feeder.hpp"
-#include "mltune/noise.hpp"
 #include "mltune/profile.hpp"
 #include "mltune/result.hpp"
 #include "mltune/switch.hpp"
@@ -158,13 +157,6 @@ struct Measurement {
   std::vector<std::pair<std::string, std::uint64_t>> sources; // foreign sources, worst first (name, count)
   [[nodiscard]] const Figure *find(std::string_view name) const;
 };
-
-// A noise source that is the scheduler tick (BPF probe: its hrtimer,
-// tick_nohz_handler, before 6.7 tick_sched_timer, or a local timer interrupt
-// that expired none).  The tick comes as often as the CPU is busy, and no
-// runtime switch removes it (nohz_full at boot does): measure_node counts
-// it as the figure "ticks", apart from "interruptions".
-[[nodiscard]] bool is_tick(const NoiseSource &s);
 
 // The node as it is now: `rounds` windows of the feeding loop with the noise
 // probe over them.  The loop joins the feeder cgroup where the feeder cores

@@ -186,4 +186,12 @@ std::optional<KnownNoise> known_noise(const NoiseDetail &d) {
   return find(k_functions, d.function);
 }
 
+bool is_scheduler_tick(const NoiseSource &s) {
+  if (s.kind != NoiseKind::timer) {
+    return false;
+  }
+  const auto k = known_noise(s);
+  return k && k->fix == k_tick_fix;
+}
+
 } // namespace mltune

@@ -119,11 +119,6 @@ std::pair<double, double> poisson_interval(std::uint64_t k) {
   return {std::max(0.0, lo), hi};
 }
 
-bool is_tick(const NoiseSource &s) {
-  return s.kind == NoiseKind::timer &&
-         (s.id == "timer:tick_nohz_handler" || s.id == "timer:tick_sched_timer" || s.id == "timer:0");
-}
-
 const Figure *Measurement::find(std::string_view name) const {
   const auto it = std::ranges::find_if(figures, [&](const Figure &f) { return f.name == name; });
   return it == figures.end() ? nullptr : &*it;
@@ -199,16 +194,16 @@ Result<Measurement> measure_node(const Sysroot &root, const ProbeOptions &opt, s
   m.probe = noise->probe;
   m.probe_note = noise->fallback;
   m.window_s = noise->seconds;
-  // The scheduler tick apart: the CPU's own, as frequent as the CPU is busy
-  // (a loop slowed by a loaded host ticks more), and no runtime switch
-  // removes it (nohz_full at boot does).
+  // The scheduler tick apart, as "ticks": the CPU's own, as frequent as the
+  // CPU is busy (a loop slowed by a loaded host ticks more), and no runtime
+  // switch removes it (nohz_full at boot does).
   std::uint64_t ticks = 0;
   for (const auto &c : noise->per_cpu) {
     for (const auto &s : c.sources) {
       if (s.own || !s.interruption) {
         continue;
       }
-      if (is_tick(s)) {
+      if (is_scheduler_tick(s)) {
         ticks += s.count;
       } else {
         interruptions += s.count;
